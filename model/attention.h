@@ -1,0 +1,52 @@
+// The attention interface every planner plugs into (DESIGN.md, "The attention
+// engine"): the encoder projects queries, keys and values and hands them to
+// an AttentionMechanism, which chooses the keys each query sees, computes the
+// context, and reports per batch item what it computed.
+#ifndef DOCSPARSE_MODEL_ATTENTION_H_
+#define DOCSPARSE_MODEL_ATTENTION_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "model/cost_model.h"
+
+namespace docsparse {
+
+enum class AttentionKind { kDense, kLsg, kSbm };
+
+std::string_view AttentionKindName(AttentionKind kind);
+
+struct AttentionInputs {
+  at::Tensor query;  // [batch, heads, seq, head_dim], float32
+  at::Tensor key;    // [batch, heads, seq, head_dim]
+  at::Tensor value;  // [batch, heads, seq, head_dim]
+  // Real tokens per item; tokens [length, seq) are right padding.
+  std::vector<int64_t> lengths;  // [batch]
+  int layer = 0;
+};
+
+// Implementations are immutable and safe to call from several threads.
+class AttentionMechanism {
+ public:
+  virtual ~AttentionMechanism() = default;
+
+  virtual AttentionKind kind() const = 0;
+
+  // Returns the context [batch, heads, seq, head_dim]. Padding keys never
+  // receive weight; outputs at padding queries are unspecified. Sets
+  // (*item_costs)[b] to what item b computed (resized to the batch).
+  virtual at::Tensor Forward(
+      const AttentionInputs& inputs,
+      std::vector<ItemAttentionCost>* item_costs) const = 0;
+};
+
+// softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS); density 1.
+std::unique_ptr<AttentionMechanism> MakeDenseAttention();
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_H_

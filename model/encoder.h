@@ -1,0 +1,93 @@
+// BERT-family encoder (BERT, RoBERTa, DistilBERT) in LibTorch, with the
+// attention delegated to an AttentionMechanism so sparse planners plug in.
+#ifndef DOCSPARSE_MODEL_ENCODER_H_
+#define DOCSPARSE_MODEL_ENCODER_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/attention.h"
+#include "model/cost_model.h"
+#include "model/hf_config.h"
+
+namespace docsparse {
+
+struct EncoderLayerWeights {
+  at::Tensor qkv_weight, qkv_bias;  // [3h, h], [3h]: q, k, v fused
+  at::Tensor output_weight, output_bias;
+  at::Tensor attention_norm_weight, attention_norm_bias;
+  at::Tensor intermediate_weight, intermediate_bias;
+  at::Tensor ffn_output_weight, ffn_output_bias;
+  at::Tensor output_norm_weight, output_norm_bias;
+};
+
+struct EncoderWeights {
+  at::Tensor word_embeddings;        // [vocab, h]
+  at::Tensor position_embeddings;    // [positions, h]
+  at::Tensor token_type_embeddings;  // [types, h]; undefined for DistilBERT
+  at::Tensor embedding_norm_weight, embedding_norm_bias;
+  std::vector<EncoderLayerWeights> layers;
+};
+
+// Reads the weights of `config`'s architecture from a checkpoint folder
+// (model.safetensors or a sharded index), accepting both bare names and the
+// "bert." / "roberta." / "distilbert." prefixes of task checkpoints, and
+// converting F16/BF16 to F32. Shapes are checked against the config.
+absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
+                                                  const EncoderConfig& config);
+
+// A padded batch: one row of ids per sequence, with special tokens.
+struct EncoderBatch {
+  std::vector<std::vector<int32_t>> sequences;
+  // Optional segment ids (sentence pairs), shaped like `sequences`; empty
+  // means segment 0 everywhere.
+  std::vector<std::vector<int32_t>> token_types;
+};
+
+struct EncoderOutput {
+  at::Tensor hidden;             // [batch, longest, hidden], float32
+  std::vector<int64_t> lengths;  // [batch] real tokens per row
+};
+
+// Immutable after Create; Forward may run on several threads at once.
+class Encoder {
+ public:
+  static absl::StatusOr<std::unique_ptr<Encoder>> Create(
+      const std::string& model_dir, const EncoderConfig& config,
+      std::unique_ptr<AttentionMechanism> attention);
+  Encoder(EncoderConfig config, EncoderWeights weights,
+          std::unique_ptr<AttentionMechanism> attention);
+
+  // Runs the sequences as one right-padded batch. Adds each sequence's cost
+  // to `cost` (may be null). InvalidArgument for an empty batch, an empty or
+  // too long sequence, or an id outside the vocabulary.
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
+                                        CostAccount* cost) const;
+
+  const EncoderConfig& config() const { return config_; }
+  EncoderShape shape() const;
+  const AttentionMechanism& attention() const { return *attention_; }
+  // Longest sequence (special tokens included) the position table allows.
+  int64_t max_sequence_length() const;
+
+ private:
+  at::Tensor Embed(const at::Tensor& ids, const at::Tensor& token_types,
+                   const std::vector<int64_t>& lengths) const;
+  at::Tensor Layer(const at::Tensor& x, const EncoderLayerWeights& w,
+                   const std::vector<int64_t>& lengths, int layer,
+                   std::vector<ItemAttentionCost>* item_costs) const;
+  at::Tensor Activate(const at::Tensor& x) const;
+
+  EncoderConfig config_;
+  EncoderWeights weights_;
+  std::unique_ptr<AttentionMechanism> attention_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ENCODER_H_

@@ -1,0 +1,115 @@
+#include "model/text_encoder.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/pooling.h"
+
+namespace docsparse {
+
+TextEncoder::TextEncoder(const Tokenizer& tokenizer, const Encoder& encoder,
+                         int max_batch_size)
+    : tokenizer_(tokenizer), encoder_(encoder), max_batch_size_(std::max(1, max_batch_size)) {}
+
+absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>& ids,
+                                                     OverflowPolicy overflow) const {
+  const size_t limit = static_cast<size_t>(encoder_.max_sequence_length());
+  const size_t room = limit - 2;  // [CLS] ... [SEP]
+  DocumentWindows result;
+  if (ids.size() <= room) {
+    result.windows.push_back(tokenizer_.Frame(ids, limit));
+    return result;
+  }
+  switch (overflow) {
+    case OverflowPolicy::kReject:
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "document has ", ids.size() + 2, " tokens; the model reads at most ", limit,
+          " (set options.overflow to TRUNCATE or CHUNK)"));
+    case OverflowPolicy::kTruncate:
+      result.windows.push_back(tokenizer_.Frame(ids, limit));
+      result.truncated = true;
+      return result;
+    case OverflowPolicy::kChunk:
+      // Equal-sized windows rather than full ones plus a short tail, so the
+      // last window carries as much context as the others.
+      const size_t count = (ids.size() + room - 1) / room;
+      const size_t size = (ids.size() + count - 1) / count;
+      for (size_t begin = 0; begin < ids.size(); begin += size) {
+        const size_t end = std::min(ids.size(), begin + size);
+        result.windows.push_back(tokenizer_.Frame(
+            std::vector<int32_t>(ids.begin() + begin, ids.begin() + end), limit));
+      }
+      return result;
+  }
+  return absl::InvalidArgumentError("unknown overflow policy");
+}
+
+absl::StatusOr<at::Tensor> TextEncoder::EmbedSequences(
+    const std::vector<std::vector<int32_t>>& sequences, PoolingMode pooling, bool normalize,
+    CostAccount* cost) const {
+  if (sequences.empty()) {
+    return at::empty({0, encoder_.config().hidden_size}, at::kFloat);
+  }
+  // Sort by length so each batch pads little.
+  std::vector<size_t> order(sequences.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sequences[a].size() < sequences[b].size();
+  });
+  c10::InferenceMode inference_mode;
+  at::Tensor result = at::empty(
+      {static_cast<int64_t>(sequences.size()), encoder_.config().hidden_size}, at::kFloat);
+  for (size_t first = 0; first < order.size(); first += max_batch_size_) {
+    const size_t last = std::min(order.size(), first + max_batch_size_);
+    EncoderBatch batch;
+    for (size_t i = first; i < last; ++i) batch.sequences.push_back(sequences[order[i]]);
+    ASSIGN_OR_RETURN(EncoderOutput output, encoder_.Forward(batch, cost));
+    at::Tensor pooled = Pool(output.hidden, output.lengths, pooling);
+    if (normalize) pooled = L2Normalize(pooled);
+    for (size_t i = first; i < last; ++i) {
+      result[static_cast<int64_t>(order[i])].copy_(pooled[static_cast<int64_t>(i - first)]);
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<at::Tensor> TextEncoder::EmbedTexts(const std::vector<std::string>& texts,
+                                                   PoolingMode pooling, bool normalize,
+                                                   CostAccount* cost) const {
+  std::vector<std::vector<int32_t>> sequences;
+  sequences.reserve(texts.size());
+  const size_t limit = static_cast<size_t>(encoder_.max_sequence_length());
+  for (const std::string& text : texts) {
+    sequences.push_back(tokenizer_.Frame(tokenizer_.Encode(text), limit));
+  }
+  return EmbedSequences(sequences, pooling, normalize, cost);
+}
+
+absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const std::vector<int32_t>& ids,
+                                                             OverflowPolicy overflow,
+                                                             PoolingMode pooling,
+                                                             bool normalize,
+                                                             CostAccount* cost) const {
+  ASSIGN_OR_RETURN(DocumentWindows windows, Windows(ids, overflow));
+  ASSIGN_OR_RETURN(at::Tensor pooled,
+                   EmbedSequences(windows.windows, pooling, /*normalize=*/false, cost));
+  c10::InferenceMode inference_mode;
+  std::vector<float> weights;
+  for (const std::vector<int32_t>& window : windows.windows) {
+    weights.push_back(static_cast<float>(window.size()));
+  }
+  at::Tensor w = at::tensor(weights, at::kFloat).unsqueeze(1);
+  at::Tensor embedding = (pooled * w).sum(0) / w.sum();
+  if (normalize) embedding = L2Normalize(embedding.unsqueeze(0)).squeeze(0);
+  DocumentEmbedding result;
+  result.embedding = embedding;
+  result.windows = static_cast<int>(windows.windows.size());
+  result.truncated = windows.truncated;
+  return result;
+}
+
+}  // namespace docsparse

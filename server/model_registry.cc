@@ -1,0 +1,109 @@
+#include "server/model_registry.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "model/wordpiece_tokenizer.h"
+#include "model/zero_shot.h"
+
+namespace docsparse {
+
+absl::StatusOr<at::Tensor> LabelEmbeddingCache::Get(const std::vector<std::string>& labels,
+                                                    const TextEncoder& encoder,
+                                                    const ZeroShotConfig& config,
+                                                    CostAccount* cost) {
+  std::vector<std::string> missing;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& label : labels) {
+      if (embeddings_.count(label) == 0) missing.push_back(label);
+    }
+  }
+  if (!missing.empty()) {
+    // Embedded outside the lock: two requests may both embed a new label,
+    // which is cheaper than serialising every classification behind one.
+    std::vector<std::string> prompts;
+    for (const std::string& label : missing) prompts.push_back(LabelPrompt(label, config));
+    ASSIGN_OR_RETURN(at::Tensor rows,
+                     encoder.EmbedTexts(prompts, PoolingMode::kMean, /*normalize=*/true, cost));
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < missing.size(); ++i) {
+      embeddings_.emplace(missing[i], rows[static_cast<int64_t>(i)].clone());
+    }
+  }
+  std::vector<at::Tensor> rows;
+  absl::MutexLock lock(&mu_);
+  for (const std::string& label : labels) rows.push_back(embeddings_.at(label));
+  c10::InferenceMode inference_mode;
+  return at::stack(rows);
+}
+
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
+                                                             const std::string& path) {
+  const auto start = std::chrono::steady_clock::now();
+  auto model = std::make_unique<ServedModel>();
+  model->name = name;
+  model->path = path;
+  ASSIGN_OR_RETURN(model->serving, LoadServingConfig(path + "/docsparse.json"));
+  ASSIGN_OR_RETURN(model->config, LoadEncoderConfig(path + "/config.json"));
+  ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
+                   WordPieceTokenizer::FromModelDir(path));
+  model->tokenizer = std::move(tokenizer);
+  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, MakeDenseAttention()));
+  model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
+                                              model->serving.batching.max_batch_size);
+  model->labels = std::make_unique<LabelEmbeddingCache>();
+  model->load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const std::string& repository) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(repository, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("model repository '", repository, "' is not a directory"));
+  }
+  auto registry = std::unique_ptr<ModelRegistry>(new ModelRegistry());
+  for (const fs::directory_entry& entry : fs::directory_iterator(repository, error)) {
+    if (!entry.is_directory() || !fs::exists(entry.path() / "docsparse.json")) continue;
+    const std::string name = entry.path().filename().string();
+    absl::StatusOr<std::unique_ptr<ServedModel>> model =
+        LoadServedModel(name, entry.path().string());
+    if (!model.ok()) {
+      return absl::Status(model.status().code(),
+                          absl::StrCat("model '", name, "': ", model.status().message()));
+    }
+    registry->models_.emplace(name, *std::move(model));
+  }
+  if (registry->models_.empty()) {
+    return absl::NotFoundError(absl::StrCat("no model folder with a docsparse.json in '",
+                                            repository, "' (run scripts/setup)"));
+  }
+  return registry;
+}
+
+absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) const {
+  if (name.empty()) return models_.begin()->second.get();
+  auto it = models_.find(name);
+  if (it != models_.end()) return it->second.get();
+  std::vector<std::string> names;
+  for (const auto& [known, unused] : models_) names.push_back(known);
+  return absl::NotFoundError(absl::StrCat("model '", name, "' not found; available: ",
+                                          absl::StrJoin(names, ", ")));
+}
+
+std::vector<const ServedModel*> ModelRegistry::models() const {
+  std::vector<const ServedModel*> result;
+  for (const auto& [name, model] : models_) result.push_back(model.get());
+  return result;
+}
+
+}  // namespace docsparse

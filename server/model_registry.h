@@ -1,0 +1,73 @@
+// The model repository: one folder per model, each a Hugging Face checkpoint
+// plus docsparse.json, loaded once at start-up.
+#ifndef DOCSPARSE_SERVER_MODEL_REGISTRY_H_
+#define DOCSPARSE_SERVER_MODEL_REGISTRY_H_
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "model/cost_model.h"
+#include "model/encoder.h"
+#include "model/hf_config.h"
+#include "model/serving_config.h"
+#include "model/text_encoder.h"
+#include "model/tokenizer.h"
+
+namespace docsparse {
+
+// Label embeddings for zero-shot classification, computed on first use and
+// kept: a label's embedding depends only on the model and its prompt.
+class LabelEmbeddingCache {
+ public:
+  // [labels, h] unit-norm rows. The cost of labels embedded by this call is
+  // added to `cost`.
+  absl::StatusOr<at::Tensor> Get(const std::vector<std::string>& labels,
+                                 const TextEncoder& encoder, const ZeroShotConfig& config,
+                                 CostAccount* cost) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, at::Tensor> embeddings_ ABSL_GUARDED_BY(mu_);
+};
+
+struct ServedModel {
+  std::string name;
+  std::string path;
+  ServingConfig serving;
+  EncoderConfig config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Encoder> encoder;
+  std::unique_ptr<TextEncoder> text;
+  std::unique_ptr<LabelEmbeddingCache> labels;
+  double load_seconds = 0;
+};
+
+class ModelRegistry {
+ public:
+  // Loads every sub-folder of `repository` that holds a docsparse.json.
+  // Fails (naming the folder) if one of them does not load, or if none does.
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository);
+
+  // The model named `name`; an empty name means the default model (the only
+  // one, or the first by name). NotFound lists the models there are.
+  absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
+  std::vector<const ServedModel*> models() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<ServedModel>> models_;
+};
+
+// Loads one model folder.
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
+                                                             const std::string& path);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_SERVER_MODEL_REGISTRY_H_

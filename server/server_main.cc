@@ -1,0 +1,156 @@
+// docsparse-server: loads the model repository, serves DocumentService,
+// grpc.health.v1 and reflection over gRPC, and /metrics, /healthz, /readyz
+// over HTTP. SIGINT/SIGTERM: health NOT_SERVING, finish in-flight work within
+// the grace period, exit 0.
+#include <ATen/Parallel.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "server/document_service.h"
+#include "server/document_tasks.h"
+#include "server/http_endpoint.h"
+#include "server/inference_pool.h"
+#include "server/metrics.h"
+#include "server/model_registry.h"
+
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
+ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
+ABSL_FLAG(int, metrics_port, 9090, "HTTP port for /metrics, /healthz, /readyz (0: free one).");
+ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
+ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
+ABSL_FLAG(int, workers, 1, "Inference worker threads (requests run concurrently).");
+ABSL_FLAG(int, max_queue, 256, "Requests waiting for a worker before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes.");
+ABSL_FLAG(int64_t, max_document_tokens, 1 << 17, "Largest document accepted, in tokens.");
+ABSL_FLAG(double, shutdown_grace_seconds, 30, "Time in-flight requests get on shutdown.");
+
+namespace docsparse {
+namespace {
+
+constexpr char kServiceName[] = "docsparse.v1.DocumentService";
+
+int Serve() {
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // Debian's LibTorch starts with one intra-op thread; set it explicitly.
+  const int threads = absl::GetFlag(FLAGS_threads) > 0
+                          ? absl::GetFlag(FLAGS_threads)
+                          : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(1, threads));
+
+  Metrics metrics;
+  std::atomic<bool> ready{false};
+  const std::string host = absl::GetFlag(FLAGS_host);
+  auto http = HttpEndpoint::Start(
+      host, absl::GetFlag(FLAGS_metrics_port), [&metrics] { return metrics.Render(); },
+      [&ready] { return ready.load(); });
+  if (!http.ok()) {
+    std::cerr << "docsparse-server: " << http.status().message() << "\n";
+    return 1;
+  }
+
+  auto registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository));
+  if (!registry.ok()) {
+    std::cerr << "docsparse-server: " << registry.status().message() << "\n";
+    return 1;
+  }
+  for (const ServedModel* model : (*registry)->models()) {
+    metrics.SetModelLoadSeconds(model->name, model->load_seconds);
+    std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
+              << " in " << model->load_seconds << " s\n";
+  }
+
+  ServerLimits limits;
+  limits.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
+  limits.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
+  DocumentTasks tasks(**registry, limits);
+  auto pool = std::make_unique<InferencePool>(absl::GetFlag(FLAGS_workers),
+                                              static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)));
+  DocumentService service(**registry, tasks, *pool, metrics);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
+                           grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(&service);
+  // Documents are large: allow the byte limit plus room for the envelope.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(limits.max_document_bytes + (1 << 20), INT32_MAX)));
+  // Long idle client connections behind load balancers: ping every 30 s so
+  // dead peers are noticed, and accept client pings as often as every 10 s.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || grpc_port == 0) {
+    std::cerr << "docsparse-server: cannot listen on " << host << ":"
+              << absl::GetFlag(FLAGS_port) << "\n";
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(false);
+  std::cout << "docsparse-server: listening grpc=" << host << ":" << grpc_port
+            << " http=" << host << ":" << (*http)->port() << std::endl;
+
+  // Warm-up: one forward pass per model before reporting SERVING.
+  for (const ServedModel* model : (*registry)->models()) {
+    CostAccount cost(model->encoder->shape());
+    auto warm = model->text->EmbedTexts({"docsparse warm-up"}, PoolingMode::kMean, true, &cost);
+    if (!warm.ok()) {
+      std::cerr << "docsparse-server: warm-up of '" << model->name
+                << "' failed: " << warm.status().message() << "\n";
+      return 1;
+    }
+  }
+  service.SetReady(true);
+  ready.store(true);
+  health->SetServingStatus(true);
+  health->SetServingStatus(kServiceName, true);
+  std::cout << "docsparse-server: ready" << std::endl;
+
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    std::cout << "docsparse-server: signal " << signal_number << ", shutting down" << std::endl;
+    ready.store(false);
+    health->SetServingStatus(false);
+    const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
+    server->Shutdown(std::chrono::system_clock::now() + grace);
+  });
+  server->Wait();
+  stopper.join();
+  pool.reset();  // runs what was accepted, joins workers
+  (*http)->Stop();
+  std::cout << "docsparse-server: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace docsparse
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "docsparse-server --model_repository=DIR [--port=50051] [--metrics_port=9090]");
+  absl::ParseCommandLine(argc, argv);
+  return docsparse::Serve();
+}

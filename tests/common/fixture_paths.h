@@ -1,0 +1,43 @@
+// Paths of the committed fixtures and of the model repository that
+// scripts/setup fills, for tests.
+#ifndef DOCSPARSE_TESTS_COMMON_FIXTURE_PATHS_H_
+#define DOCSPARSE_TESTS_COMMON_FIXTURE_PATHS_H_
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace docsparse::testing {
+
+inline std::string SourcePath(const std::string& relative) {
+  return std::string(DOCSPARSE_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string FixturePath(const std::string& relative) {
+  return SourcePath("tests/fixtures/" + relative);
+}
+
+// The default model folder; tests that need it fail (not skip) without it.
+inline std::string MiniLmDir() { return SourcePath("models/minilm"); }
+
+inline ::testing::AssertionResult MiniLmPresent() {
+  if (std::filesystem::exists(MiniLmDir() + "/model.safetensors")) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << MiniLmDir() << " is missing: run scripts/setup to fetch the default model";
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace docsparse::testing
+
+#endif  // DOCSPARSE_TESTS_COMMON_FIXTURE_PATHS_H_

@@ -1,0 +1,110 @@
+// Starts the real docsparse-server binary on loopback (free ports chosen by
+// the server) for integration tests, and stops it with a signal.
+#ifndef DOCSPARSE_TESTS_COMMON_SERVER_PROCESS_H_
+#define DOCSPARSE_TESTS_COMMON_SERVER_PROCESS_H_
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace docsparse::testing {
+
+class ServerProcess {
+ public:
+  // Runs `binary` with `args`; returns once it printed "ready" (true), or it
+  // exited or `timeout` passed (false, with what it printed in output()).
+  bool Start(const std::string& binary, const std::vector<std::string>& args,
+             std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    int out[2];
+    if (pipe(out) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      dup2(out[1], STDERR_FILENO);
+      close(out[0]);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(binary.c_str()));
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    fd_ = out[0];
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!ReadSome(200)) return false;
+      const size_t listening = output_.find("listening grpc=");
+      if (listening != std::string::npos && grpc_address_.empty()) {
+        const size_t begin = listening + 15;
+        grpc_address_ = output_.substr(begin, output_.find(' ', begin) - begin);
+        const size_t http = output_.find("http=", begin) + 5;
+        http_address_ = output_.substr(http, output_.find('\n', http) - http);
+      }
+      if (output_.find("docsparse-server: ready") != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  // Sends `signal` and waits up to `timeout` for the exit status.
+  std::optional<int> Stop(int signal = SIGTERM,
+                          std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    if (pid_ <= 0) return std::nullopt;
+    kill(pid_, signal);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      ReadSome(50);
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return std::nullopt;
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) Stop(SIGKILL, std::chrono::seconds(5));
+    if (fd_ >= 0) close(fd_);
+  }
+
+  const std::string& grpc_address() const { return grpc_address_; }
+  const std::string& http_address() const { return http_address_; }
+  const std::string& output() const { return output_; }
+
+ private:
+  // Reads what is available within `ms`; false once the pipe closed.
+  bool ReadSome(int ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return true;
+    char buffer[4096];
+    const ssize_t n = read(fd_, buffer, sizeof(buffer));
+    if (n <= 0) return false;
+    output_.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string output_;
+  std::string grpc_address_;
+  std::string http_address_;
+};
+
+inline std::string ServerBinary() {
+  return std::string(DOCSPARSE_BINARY_DIR) + "/server/docsparse-server";
+}
+
+}  // namespace docsparse::testing
+
+#endif  // DOCSPARSE_TESTS_COMMON_SERVER_PROCESS_H_

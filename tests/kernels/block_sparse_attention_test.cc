@@ -1,0 +1,141 @@
+#include "kernels/block_sparse_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace docsparse {
+namespace {
+
+struct Problem {
+  int batch, heads, q_len, k_len, head_dim, block_size;
+  std::vector<float> q, k, v;
+  std::vector<int32_t> offsets;
+  std::vector<KeySpan> spans;
+};
+
+// Random tensors and, per (batch, query block), a random set of disjoint
+// spans; `dense` gives every block the single span [0, k_len).
+Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, int block_size,
+                    bool dense, uint32_t seed) {
+  Problem p{batch, heads, q_len, k_len, head_dim, block_size, {}, {}, {}, {0}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0, 1);
+  auto fill = [&](std::vector<float>* x, int len) {
+    x->resize(static_cast<size_t>(batch) * heads * len * head_dim);
+    for (float& value : *x) value = normal(rng);
+  };
+  fill(&p.q, q_len);
+  fill(&p.k, k_len);
+  fill(&p.v, k_len);
+  const int blocks = (q_len + block_size - 1) / block_size;
+  for (int row = 0; row < batch * blocks; ++row) {
+    if (dense) {
+      p.spans.push_back({0, k_len});
+    } else {
+      // Walk the keys, alternately taking and skipping random lengths; some
+      // blocks end up with nothing.
+      int at = static_cast<int>(rng() % 3);
+      bool take = rng() % 4 != 0;
+      while (at < k_len) {
+        const int length = 1 + static_cast<int>(rng() % 5);
+        if (take) p.spans.push_back({at, std::min(length, k_len - at)});
+        at += length;
+        take = !take;
+      }
+    }
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+  }
+  return p;
+}
+
+std::vector<float> RunKernel(const Problem& p, int threads) {
+  std::vector<float> out(p.q.size(), -1.0f);
+  AttentionParams params{p.q.data(), p.k.data(), p.v.data(), out.data(),
+                         p.batch, p.heads, p.q_len, p.k_len, p.head_dim,
+                         1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+  BlockSparsePlanView plan{p.block_size, (p.q_len + p.block_size - 1) / p.block_size,
+                           p.offsets.data(), p.spans.data()};
+  BlockSparseAttentionCpu(params, plan, threads);
+  return out;
+}
+
+// Two-pass softmax in double over the same spans.
+std::vector<float> Reference(const Problem& p) {
+  std::vector<float> out(p.q.size());
+  const int blocks = (p.q_len + p.block_size - 1) / p.block_size;
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads; ++h) {
+      const size_t bh = static_cast<size_t>(b) * p.heads + h;
+      for (int i = 0; i < p.q_len; ++i) {
+        const int row = b * blocks + i / p.block_size;
+        std::vector<int> keys;
+        for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
+          for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
+        }
+        const float* q = &p.q[(bh * p.q_len + i) * p.head_dim];
+        std::vector<double> scores;
+        double max_score = -1e300;
+        for (int key : keys) {
+          const float* k = &p.k[(bh * p.k_len + key) * p.head_dim];
+          double dot = 0;
+          for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(q[d]) * k[d];
+          scores.push_back(dot / std::sqrt(static_cast<double>(p.head_dim)));
+          max_score = std::max(max_score, scores.back());
+        }
+        double total = 0;
+        for (double& s : scores) total += (s = std::exp(s - max_score));
+        for (int d = 0; d < p.head_dim; ++d) {
+          double acc = 0;
+          for (size_t j = 0; j < keys.size(); ++j) {
+            acc += scores[j] * p.v[(bh * p.k_len + keys[j]) * p.head_dim + d];
+          }
+          out[(bh * p.q_len + i) * p.head_dim + d] =
+              keys.empty() ? 0.0f : static_cast<float>(acc / total);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
+  }
+  EXPECT_LE(worst, 1e-5);
+}
+
+TEST(BlockSparseAttentionTest, DenseSpanMatchesReference) {
+  const Problem p = MakeProblem(2, 3, 37, 37, 16, 8, /*dense=*/true, 1);
+  ExpectClose(RunKernel(p, 1), Reference(p));
+}
+
+TEST(BlockSparseAttentionTest, RandomSpansOddShapesMatchReference) {
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    const Problem p = MakeProblem(1 + seed % 3, 2, 29 + seed, 41 + 3 * seed, 7 + seed, 5,
+                                  /*dense=*/false, seed + 10);
+    ExpectClose(RunKernel(p, 2), Reference(p));
+  }
+}
+
+TEST(BlockSparseAttentionTest, BlockWithoutSpansGivesZeros) {
+  Problem p = MakeProblem(1, 1, 8, 8, 4, 4, /*dense=*/true, 3);
+  p.spans = {{0, 8}};
+  p.offsets = {0, 0, 1};  // first block empty
+  const std::vector<float> out = RunKernel(p, 1);
+  for (int i = 0; i < 4 * 4; ++i) EXPECT_EQ(out[i], 0.0f);
+  ExpectClose(out, Reference(p));
+}
+
+TEST(BlockSparseAttentionTest, ThreadCountDoesNotChangeBits) {
+  const Problem p = MakeProblem(2, 4, 50, 61, 12, 7, /*dense=*/false, 5);
+  EXPECT_EQ(RunKernel(p, 1), RunKernel(p, 4));
+}
+
+}  // namespace
+}  // namespace docsparse
