@@ -22,7 +22,7 @@ std::string FormatFlops(double flops) {
 
 std::string FormatCostReport(const v1::CostReport& cost) {
   std::string out = "Cost report\n";
-  absl::StrAppendFormat(&out, "  tokens      %d in %d window(s)%s, %d with padding, batch %d\n",
+  absl::StrAppendFormat(&out, "  tokens      %d in %d sequence(s)%s, %d with padding, batch %d\n",
                         cost.input_tokens(), cost.windows(),
                         cost.truncated() ? " (truncated)" : "", cost.padded_tokens(),
                         cost.batch_size());

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 
 namespace docsparse {
@@ -32,6 +34,9 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     return absl::UnavailableError(absl::StrCat("cannot bind HTTP port ", host, ":", port));
   }
   endpoint->thread_ = std::thread([&server] { server.listen_after_bind(); });
+  // Return only once the listener runs: a stop() that comes before it would
+  // be lost and the thread would never end.
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return endpoint;
 }
 

@@ -7,6 +7,9 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -42,13 +45,34 @@ namespace {
 
 constexpr char kServiceName[] = "docsparse.v1.DocumentService";
 
+// Self-pipe: the handler may run on any thread (libraries start threads
+// before main), so it only writes the signal number; a normal thread reads it.
+int g_signal_pipe[2] = {-1, -1};
+
+void OnStopSignal(int signal_number) {
+  const char byte = static_cast<char>(signal_number);
+  [[maybe_unused]] const ssize_t written = write(g_signal_pipe[1], &byte, 1);
+}
+
+void InstallStopHandlers() {
+  if (pipe(g_signal_pipe) != 0) return;
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// Blocks until SIGINT or SIGTERM; returns its number.
+int WaitForStopSignal() {
+  char byte = 0;
+  while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  return byte;
+}
+
 int Serve() {
-  // Block the stop signals in every thread; one thread waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  InstallStopHandlers();
 
   // Debian's LibTorch starts with one intra-op thread; set it explicitly.
   const int threads = absl::GetFlag(FLAGS_threads) > 0
@@ -128,8 +152,7 @@ int Serve() {
   std::cout << "docsparse-server: ready" << std::endl;
 
   std::thread stopper([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
+    const int signal_number = WaitForStopSignal();
     std::cout << "docsparse-server: signal " << signal_number << ", shutting down" << std::endl;
     ready.store(false);
     health->SetServingStatus(false);

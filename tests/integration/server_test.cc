@@ -122,7 +122,7 @@ TEST_F(ServerTest, LongDocumentIsChunkedAndEveryWindowCounted) {
   ASSERT_TRUE(response.ok()) << response.status();
   const v1::CostReport& cost = response->cost();
   EXPECT_GT(cost.windows(), 10);
-  EXPECT_GT(cost.input_tokens(), 7000);
+  EXPECT_GT(cost.input_tokens(), 6000);
   EXPECT_LE(cost.input_tokens(), static_cast<int64_t>(cost.windows()) * 512);
   EXPECT_EQ(cost.layers(0).head_edges_size(), 12);
 
@@ -162,7 +162,9 @@ TEST_F(ServerTest, SummarizeAndStreamAgree) {
   const std::string gpl = Gpl3();
   for (int i = 0; i < 4; ++i) {
     const auto& sentence = unary->sentences(i);
-    if (i > 0) EXPECT_LT(unary->sentences(i - 1).index(), sentence.index());
+    if (i > 0) {
+      EXPECT_LT(unary->sentences(i - 1).index(), sentence.index());
+    }
     ASSERT_LE(sentence.end_byte(), static_cast<int64_t>(gpl.size()));
     EXPECT_GT(sentence.end_byte(), sentence.begin_byte());
   }
@@ -283,6 +285,9 @@ TEST_F(ServerTest, ClassifyAndSummarizeValidateTheirFields) {
 }
 
 TEST_F(ServerTest, HttpPortServesHealthAndMetrics) {
+  v1::EmbedRequest request;
+  *request.mutable_document() = Text("Counted.");
+  ASSERT_TRUE(client_->Embed(request).ok());
   const std::string& address = server_->http_address();
   const size_t colon = address.rfind(':');
   httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
