@@ -88,8 +88,8 @@ absl::Status FillCommon(const std::string& path, Request* request) {
 }
 
 template <typename Response>
-int Print(const absl::StatusOr<Response>& response,
-          std::string (*format)(const Response&), bool with_cost) {
+int Print(const absl::StatusOr<Response>& response, std::string (*format)(const Response&),
+          bool with_cost) {
   if (!response.ok()) {
     std::cerr << "docsparse: " << absl::StatusCodeToString(response.status().code()) << ": "
               << response.status().message() << "\n";
@@ -152,7 +152,8 @@ int Run(const std::vector<char*>& args) {
         std::cerr << "docsparse: " << last.status().message() << "\n";
         return 1;
       }
-      std::cout << (absl::GetFlag(FLAGS_json) ? ToJson(*last) : "\n" + FormatCostReport(last->cost()));
+      std::cout << (absl::GetFlag(FLAGS_json) ? ToJson(*last)
+                                              : "\n" + FormatCostReport(last->cost()));
       return 0;
     }
   } else if (command == "models") {

@@ -24,8 +24,7 @@ absl::StatusOr<Response> Unary(absl::Duration timeout, Call call) {
 }  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 DocsparseClient::DocsparseClient(std::shared_ptr<grpc::Channel> channel)
@@ -54,12 +53,11 @@ absl::StatusOr<v1::EmbedResponse> DocsparseClient::Embed(const v1::EmbedRequest&
   });
 }
 
-absl::StatusOr<v1::ClassifyResponse> DocsparseClient::Classify(
-    const v1::ClassifyRequest& request, absl::Duration timeout) {
-  return Unary<v1::ClassifyResponse>(timeout,
-                                     [&](grpc::ClientContext* c, v1::ClassifyResponse* r) {
-                                       return stub_->Classify(c, request, r);
-                                     });
+absl::StatusOr<v1::ClassifyResponse> DocsparseClient::Classify(const v1::ClassifyRequest& request,
+                                                               absl::Duration timeout) {
+  return Unary<v1::ClassifyResponse>(timeout, [&](grpc::ClientContext* c, v1::ClassifyResponse* r) {
+    return stub_->Classify(c, request, r);
+  });
 }
 
 absl::StatusOr<v1::SummarizeResponse> DocsparseClient::Summarize(

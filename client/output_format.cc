@@ -23,9 +23,8 @@ std::string FormatFlops(double flops) {
 std::string FormatCostReport(const v1::CostReport& cost) {
   std::string out = "Cost report\n";
   absl::StrAppendFormat(&out, "  tokens      %d in %d sequence(s)%s, %d with padding, batch %d\n",
-                        cost.input_tokens(), cost.windows(),
-                        cost.truncated() ? " (truncated)" : "", cost.padded_tokens(),
-                        cost.batch_size());
+                        cost.input_tokens(), cost.windows(), cost.truncated() ? " (truncated)" : "",
+                        cost.padded_tokens(), cost.batch_size());
   const std::string kind = v1::AttentionKind_Name(cost.attention());
   absl::StrAppendFormat(&out, "  attention   %s, mean density %.4f, %d query-key pairs\n",
                         kind.substr(kind.rfind('_') + 1), cost.mean_density(),
@@ -40,7 +39,8 @@ std::string FormatCostReport(const v1::CostReport& cost) {
     }
     absl::StrAppend(&out, "  per layer   ", absl::StrJoin(layers, "  "), "\n");
   }
-  const double saving = cost.total_flops() > 0 ? cost.dense_equivalent_flops() / cost.total_flops() : 0;
+  const double saving =
+      cost.total_flops() > 0 ? cost.dense_equivalent_flops() / cost.total_flops() : 0;
   absl::StrAppendFormat(&out, "  FLOPs       attention %s, total %s, dense-equivalent %s (%.2fx)\n",
                         FormatFlops(cost.attention_flops()), FormatFlops(cost.total_flops()),
                         FormatFlops(cost.dense_equivalent_flops()), saving);
@@ -81,10 +81,9 @@ std::string FormatEmbedding(const v1::EmbedResponse& response) {
 }
 
 std::string FormatClassification(const v1::ClassifyResponse& response) {
-  std::string out = absl::StrFormat("Labels (%s, %s)\n", response.model(),
-                                    response.method() == v1::CLASSIFICATION_METHOD_HEAD
-                                        ? "classification head"
-                                        : "zero-shot");
+  std::string out = absl::StrFormat(
+      "Labels (%s, %s)\n", response.model(),
+      response.method() == v1::CLASSIFICATION_METHOD_HEAD ? "classification head" : "zero-shot");
   for (const v1::LabelScore& score : response.scores()) {
     const int bar = static_cast<int>(std::lround(score.score() * 30));
     absl::StrAppendFormat(&out, "  %-24s %6.2f%%  %-30s  cos %.3f\n", score.label(),
@@ -113,14 +112,13 @@ std::string FormatModels(const v1::ListModelsResponse& response) {
       tasks.push_back(absl::AsciiStrToLower(name.substr(name.rfind('_') + 1)));
     }
     const std::string attention = v1::AttentionKind_Name(model.attention());
-    absl::StrAppendFormat(&out,
-                          "%s  %s, %d layers x %d heads, hidden %d, %s attention, %d positions, "
-                          "up to %d tokens per document; tasks: %s\n",
-                          model.name(), model.architecture(), model.num_layers(),
-                          model.num_heads(), model.hidden_size(),
-                          absl::AsciiStrToLower(attention.substr(attention.rfind('_') + 1)),
-                          model.max_position_tokens(), model.max_document_tokens(),
-                          absl::StrJoin(tasks, ", "));
+    absl::StrAppendFormat(
+        &out,
+        "%s  %s, %d layers x %d heads, hidden %d, %s attention, %d positions, "
+        "up to %d tokens per document; tasks: %s\n",
+        model.name(), model.architecture(), model.num_layers(), model.num_heads(),
+        model.hidden_size(), absl::AsciiStrToLower(attention.substr(attention.rfind('_') + 1)),
+        model.max_position_tokens(), model.max_document_tokens(), absl::StrJoin(tasks, ", "));
   }
   return out;
 }

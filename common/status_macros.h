@@ -10,9 +10,9 @@
 
 // Evaluates `expr` (an absl::Status) and returns it from the enclosing
 // function when it is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    const ::absl::Status _docsparse_status = (expr);   \
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    const ::absl::Status _docsparse_status = (expr);       \
     if (!_docsparse_status.ok()) return _docsparse_status; \
   } while (0)
 
@@ -21,8 +21,8 @@
 #define ASSIGN_OR_RETURN(lhs, rexpr) \
   ASSIGN_OR_RETURN_IMPL_(DOCSPARSE_CONCAT_(_docsparse_or_, __LINE__), lhs, rexpr)
 
-#define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                           \
+#define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr)       \
+  auto statusor = (rexpr);                                 \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -13,9 +13,8 @@ namespace {
 // One query row against its spans, streaming: keeps the running maximum m,
 // the running denominator l and the unnormalised output acc, rescaling both
 // when the maximum grows (Milakov & Gimelshein's online softmax).
-void AttendRow(const float* query, const float* keys, const float* values,
-               const KeySpan* spans, int32_t num_spans, int32_t head_dim,
-               float scale, float* acc, float* out) {
+void AttendRow(const float* query, const float* keys, const float* values, const KeySpan* spans,
+               int32_t num_spans, int32_t head_dim, float scale, float* acc, float* out) {
   float running_max = -std::numeric_limits<float>::infinity();
   float denominator = 0;
   std::fill(acc, acc + head_dim, 0.0f);
@@ -44,10 +43,9 @@ void AttendRow(const float* query, const float* keys, const float* values,
 
 }  // namespace
 
-void BlockSparseAttentionCpu(const AttentionParams& p,
-                             const BlockSparsePlanView& plan, int num_threads) {
-  const int64_t work_items =
-      static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
+void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView& plan,
+                             int num_threads) {
+  const int64_t work_items = static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
     std::vector<float> acc(p.head_dim);
@@ -64,13 +62,13 @@ void BlockSparseAttentionCpu(const AttentionParams& p,
       const int32_t last = std::min(first + plan.block_size, p.q_len);
       for (int32_t row = first; row < last; ++row) {
         const int64_t offset = (batch_head * p.q_len + row) * p.head_dim;
-        AttendRow(p.q + offset, keys, values, spans, num_spans, p.head_dim, p.scale,
-                  acc.data(), p.out + offset);
+        AttendRow(p.q + offset, keys, values, spans, num_spans, p.head_dim, p.scale, acc.data(),
+                  p.out + offset);
       }
     }
   };
-  const int threads = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
+  const int threads =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);

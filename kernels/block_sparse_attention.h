@@ -20,8 +20,8 @@ struct KeySpan {
 // form. Shared by all heads. Spans of one block must not overlap (a plan
 // never computes a query-key pair twice).
 struct BlockSparsePlanView {
-  int32_t block_size;        // queries per block (the last block may be short)
-  int32_t num_query_blocks;  // ceil(q_len / block_size)
+  int32_t block_size;           // queries per block (the last block may be short)
+  int32_t num_query_blocks;     // ceil(q_len / block_size)
   const int32_t* span_offsets;  // [batch * num_query_blocks + 1]
   const KeySpan* spans;         // [span_offsets[batch * num_query_blocks]]
 };
@@ -42,8 +42,8 @@ struct AttentionParams {
 // Computes softmax(q·kᵀ·scale) v over each query's spans. A query whose block
 // has no span gets zeros. Splits (batch, head, query block) work across
 // `num_threads` threads. Span bounds must lie within [0, k_len).
-void BlockSparseAttentionCpu(const AttentionParams& params,
-                             const BlockSparsePlanView& plan, int num_threads);
+void BlockSparseAttentionCpu(const AttentionParams& params, const BlockSparsePlanView& plan,
+                             int num_threads);
 
 }  // namespace docsparse
 

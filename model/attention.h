@@ -39,9 +39,8 @@ class AttentionMechanism {
   // Returns the context [batch, heads, seq, head_dim]. Padding keys never
   // receive weight; outputs at padding queries are unspecified. Sets
   // (*item_costs)[b] to what item b computed (resized to the batch).
-  virtual at::Tensor Forward(
-      const AttentionInputs& inputs,
-      std::vector<ItemAttentionCost>* item_costs) const = 0;
+  virtual at::Tensor Forward(const AttentionInputs& inputs,
+                             std::vector<ItemAttentionCost>* item_costs) const = 0;
 };
 
 // softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS); density 1.

@@ -17,8 +17,7 @@ double EncoderLinearFlops(int64_t tokens, const EncoderShape& shape) {
 }
 
 CostAccount::CostAccount(const EncoderShape& shape)
-    : shape_(shape),
-      edges_(static_cast<size_t>(shape.num_layers) * shape.num_heads, 0) {}
+    : shape_(shape), edges_(static_cast<size_t>(shape.num_layers) * shape.num_heads, 0) {}
 
 void CostAccount::AddSequence(int64_t real_tokens, int64_t padded_tokens) {
   input_tokens_ += real_tokens;
@@ -58,8 +57,7 @@ int64_t CostAccount::TotalEdges() const {
 
 double CostAccount::HeadDensity(int layer, int head) const {
   if (dense_pairs_per_head_ == 0) return 0;
-  return static_cast<double>(HeadEdges(layer, head)) /
-         static_cast<double>(dense_pairs_per_head_);
+  return static_cast<double>(HeadEdges(layer, head)) / static_cast<double>(dense_pairs_per_head_);
 }
 
 double CostAccount::MeanDensity() const {
@@ -74,8 +72,8 @@ double CostAccount::AttentionFlops() const {
 
 double CostAccount::DenseEquivalentFlops() const {
   const double dense_attention = 4.0 * shape_.head_dim *
-                                 static_cast<double>(dense_pairs_per_head_) *
-                                 shape_.num_heads * shape_.num_layers;
+                                 static_cast<double>(dense_pairs_per_head_) * shape_.num_heads *
+                                 shape_.num_layers;
   return linear_flops_ + dense_attention;
 }
 

@@ -35,8 +35,7 @@ class DenseAttention final : public AttentionMechanism {
     at::Tensor positions = at::arange(seq, in.query.options().dtype(at::kLong));
     at::Tensor lengths = at::tensor(in.lengths, at::kLong).unsqueeze(1);
     at::Tensor padding = positions.unsqueeze(0).ge(lengths);  // [batch, seq]
-    scores.masked_fill_(padding.view({batch, 1, 1, seq}),
-                        std::numeric_limits<float>::lowest());
+    scores.masked_fill_(padding.view({batch, 1, 1, seq}), std::numeric_limits<float>::lowest());
     at::Tensor context = at::matmul(at::softmax(scores, -1), in.value);
 
     item_costs->assign(batch, ItemAttentionCost{});

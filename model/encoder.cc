@@ -19,9 +19,7 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
 
 Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
                  std::unique_ptr<AttentionMechanism> attention)
-    : config_(std::move(config)),
-      weights_(std::move(weights)),
-      attention_(std::move(attention)) {}
+    : config_(std::move(config)), weights_(std::move(weights)), attention_(std::move(attention)) {}
 
 EncoderShape Encoder::shape() const {
   return EncoderShape{config_.num_layers, config_.num_heads,
@@ -53,8 +51,7 @@ at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
                           const std::vector<int64_t>& lengths) const {
   const int64_t batch = ids.size(0);
   const int64_t seq = ids.size(1);
-  at::Tensor positions =
-      at::arange(seq, at::kLong).unsqueeze(0).expand({batch, seq}).contiguous();
+  at::Tensor positions = at::arange(seq, at::kLong).unsqueeze(0).expand({batch, seq}).contiguous();
   if (config_.architecture == Architecture::kRoberta) {
     // HF create_position_ids_from_input_ids: padding_idx + cumsum(mask) on
     // real tokens, padding_idx on padding.
@@ -81,23 +78,21 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
   at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
                        .view({batch, seq, 3, heads, head_dim})
                        .permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(),
-                         lengths, layer};
+  AttentionInputs inputs{qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths,
+                         layer};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .permute({0, 2, 1, 3})
                            .reshape({batch, seq, config_.hidden_size});
-  at::Tensor attended = at::layer_norm(at::linear(context, w.output_weight, w.output_bias) + x,
-                                       {config_.hidden_size}, w.attention_norm_weight,
-                                       w.attention_norm_bias, config_.layer_norm_eps);
-  at::Tensor inner =
-      Activate(at::linear(attended, w.intermediate_weight, w.intermediate_bias));
+  at::Tensor attended =
+      at::layer_norm(at::linear(context, w.output_weight, w.output_bias) + x, {config_.hidden_size},
+                     w.attention_norm_weight, w.attention_norm_bias, config_.layer_norm_eps);
+  at::Tensor inner = Activate(at::linear(attended, w.intermediate_weight, w.intermediate_bias));
   return at::layer_norm(at::linear(inner, w.ffn_output_weight, w.ffn_output_bias) + attended,
                         {config_.hidden_size}, w.output_norm_weight, w.output_norm_bias,
                         config_.layer_norm_eps);
 }
 
-absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
-                                               CostAccount* cost) const {
+absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch, CostAccount* cost) const {
   if (batch.sequences.empty()) return absl::InvalidArgumentError("empty batch");
   size_t longest = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
@@ -112,8 +107,8 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
     for (int32_t id : sequence) {
       if (id < 0 || id >= config_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token id ", id, " outside the vocabulary [0, ", config_.vocab_size, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("token id ", id, " outside the vocabulary [0, ", config_.vocab_size, ")"));
       }
     }
     longest = std::max(longest, sequence.size());
@@ -133,8 +128,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
   }
   const int64_t rows = static_cast<int64_t>(batch.sequences.size());
-  at::Tensor ids = at::full({rows, static_cast<int64_t>(longest)}, config_.pad_token_id,
-                            at::kLong);
+  at::Tensor ids = at::full({rows, static_cast<int64_t>(longest)}, config_.pad_token_id, at::kLong);
   at::Tensor types = at::zeros({rows, static_cast<int64_t>(longest)}, at::kLong);
   EncoderOutput output;
   for (int64_t row = 0; row < rows; ++row) {
@@ -158,7 +152,8 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
     output.hidden = x;
   } catch (const c10::Error& error) {
-    return absl::InternalError(absl::StrCat("encoder forward failed: ", error.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("encoder forward failed: ", error.what_without_backtrace()));
   }
   if (cost != nullptr) {
     for (int64_t length : output.lengths) {

@@ -66,8 +66,7 @@ class Encoder {
   // Runs the sequences as one right-padded batch. Adds each sequence's cost
   // to `cost` (may be null). InvalidArgument for an empty batch, an empty or
   // too long sequence, or an id outside the vocabulary.
-  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
-                                        CostAccount* cost) const;
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const;
 
   const EncoderConfig& config() const { return config_; }
   EncoderShape shape() const;

@@ -19,8 +19,8 @@ struct SelectedSentence {
 // min(count, n) rows, each maximising
 //   (1 - diversity) * cos(row, centroid) - diversity * max cos(row, picked),
 // and returns them sorted by index.
-std::vector<SelectedSentence> SelectSentences(const at::Tensor& embeddings,
-                                              int count, float diversity);
+std::vector<SelectedSentence> SelectSentences(const at::Tensor& embeddings, int count,
+                                              float diversity);
 
 }  // namespace docsparse
 

@@ -34,31 +34,27 @@ using json = nlohmann::json;
 // unrecognised is refused.
 constexpr std::string_view kHarmlessKeys[] = {
     // bookkeeping
-    "_name_or_path", "_commit_hash", "transformers_version", "torch_dtype",
-    "dtype", "use_bfloat16", "tokenizer_class", "finetuning_task", "prefix",
-    "task_specific_params", "xla_device", "_attn_implementation_autoset",
+    "_name_or_path", "_commit_hash", "transformers_version", "torch_dtype", "dtype", "use_bfloat16",
+    "tokenizer_class", "finetuning_task", "prefix", "task_specific_params", "xla_device",
+    "_attn_implementation_autoset",
     // training only
     "gradient_checkpointing", "initializer_range", "hidden_dropout_prob",
-    "attention_probs_dropout_prob", "classifier_dropout", "dropout",
-    "attention_dropout", "qa_dropout", "seq_classif_dropout", "tf_legacy_loss",
+    "attention_probs_dropout_prob", "classifier_dropout", "dropout", "attention_dropout",
+    "qa_dropout", "seq_classif_dropout", "tf_legacy_loss",
     // outputs and execution, not math
-    "use_cache", "output_hidden_states", "output_attentions", "return_dict",
-    "torchscript", "chunk_size_feed_forward", "output_past",
+    "use_cache", "output_hidden_states", "output_attentions", "return_dict", "torchscript",
+    "chunk_size_feed_forward", "output_past",
     // weight tying: only the (unused) LM head depends on it
-    "tie_word_embeddings", "tie_encoder_decoder", "tie_weights_",
-    "cross_attention_hidden_size",
+    "tie_word_embeddings", "tie_encoder_decoder", "tie_weights_", "cross_attention_hidden_size",
     // special token ids: the tokenizer files own them
-    "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id",
-    "decoder_start_token_id",
+    "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "decoder_start_token_id",
     // generation defaults (old configs embed them)
-    "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
-    "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
-    "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
-    "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
-    "output_scores", "return_dict_in_generate", "forced_bos_token_id",
-    "forced_eos_token_id", "remove_invalid_values",
-    "exponential_decay_length_penalty", "suppress_tokens",
-    "begin_suppress_tokens"};
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+    "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+    "suppress_tokens", "begin_suppress_tokens"};
 
 bool IsHarmlessKey(std::string_view key) {
   return std::find(std::begin(kHarmlessKeys), std::end(kHarmlessKeys), key) !=
@@ -75,12 +71,10 @@ std::string_view JsonTypeName(const json& value) {
 // whatever is left over can be reported as unknown.
 class FieldReader {
  public:
-  FieldReader(const json& object, std::string_view source)
-      : object_(object), source_(source) {}
+  FieldReader(const json& object, std::string_view source) : object_(object), source_(source) {}
 
   absl::Status Error(std::string_view key, std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: field '%s': %s", source_, key, what));
+    return absl::InvalidArgumentError(absl::StrFormat("%s: field '%s': %s", source_, key, what));
   }
 
   const json* Find(std::string_view key) {
@@ -92,26 +86,21 @@ class FieldReader {
   absl::StatusOr<const json*> Require(std::string_view key) {
     const json* value = Find(key);
     if (value == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: missing field '%s'", source_, key));
+      return absl::InvalidArgumentError(absl::StrFormat("%s: missing field '%s'", source_, key));
     }
     return value;
   }
 
-  absl::StatusOr<int> Int(std::string_view key, const json& value, int min,
-                          int max) const {
+  absl::StatusOr<int> Int(std::string_view key, const json& value, int min, int max) const {
     if (!value.is_number_integer()) {
-      return Error(key, absl::StrFormat("expected integer, got %s",
-                                        JsonTypeName(value)));
+      return Error(key, absl::StrFormat("expected integer, got %s", JsonTypeName(value)));
     }
     // Non-negative literals parse as unsigned and may exceed int64.
-    const bool in_range =
-        value.is_number_unsigned()
-            ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
-            : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
+                              : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
     if (!in_range || value.get<int64_t>() < min) {
-      return Error(key, absl::StrFormat("%s is out of range [%d, %d]",
-                                        value.dump(), min, max));
+      return Error(key, absl::StrFormat("%s is out of range [%d, %d]", value.dump(), min, max));
     }
     const int64_t v = value.get<int64_t>();
     return static_cast<int>(v);
@@ -127,11 +116,9 @@ class FieldReader {
     return String(key, *value);
   }
 
-  absl::StatusOr<std::string> String(std::string_view key,
-                                     const json& value) const {
+  absl::StatusOr<std::string> String(std::string_view key, const json& value) const {
     if (!value.is_string()) {
-      return Error(
-          key, absl::StrFormat("expected string, got %s", JsonTypeName(value)));
+      return Error(key, absl::StrFormat("expected string, got %s", JsonTypeName(value)));
     }
     return value.get<std::string>();
   }
@@ -139,29 +126,24 @@ class FieldReader {
   absl::StatusOr<double> RequirePositiveNumber(std::string_view key) {
     ASSIGN_OR_RETURN(const json* value, Require(key));
     if (!value->is_number()) {
-      return Error(key, absl::StrFormat("expected number, got %s",
-                                        JsonTypeName(*value)));
+      return Error(key, absl::StrFormat("expected number, got %s", JsonTypeName(*value)));
     }
     const double v = value->get<double>();
     if (!(v > 0) || !std::isfinite(v)) {
-      return Error(
-          key, absl::StrFormat("%s must be a positive number", value->dump()));
+      return Error(key, absl::StrFormat("%s must be a positive number", value->dump()));
     }
     return v;
   }
 
   // A bool that only its `neutral` value is supported for (absent = neutral).
-  absl::Status OnlyNeutralBool(std::string_view key, bool neutral,
-                               std::string_view why) {
+  absl::Status OnlyNeutralBool(std::string_view key, bool neutral, std::string_view why) {
     const json* value = Find(key);
     if (value == nullptr) return absl::OkStatus();
     if (!value->is_boolean()) {
-      return Error(key, absl::StrFormat("expected boolean, got %s",
-                                        JsonTypeName(*value)));
+      return Error(key, absl::StrFormat("expected boolean, got %s", JsonTypeName(*value)));
     }
     if (value->get<bool>() != neutral) {
-      return Error(
-          key, absl::StrFormat("%s is not supported (%s)", value->dump(), why));
+      return Error(key, absl::StrFormat("%s is not supported (%s)", value->dump(), why));
     }
     return absl::OkStatus();
   }
@@ -171,8 +153,7 @@ class FieldReader {
     for (const auto& [key, value] : object_.items()) {
       if (consumed_.count(key) == 0 && !IsHarmlessKey(key)) {
         return absl::InvalidArgumentError(
-            absl::StrFormat("%s: unknown field '%s' for model_type %s", source_,
-                            key, model_type));
+            absl::StrFormat("%s: unknown field '%s' for model_type %s", source_, key, model_type));
       }
     }
     return absl::OkStatus();
@@ -188,24 +169,20 @@ class FieldReader {
 
 constexpr int kIntMax = std::numeric_limits<int>::max();
 
-absl::StatusOr<Activation> ParseActivation(FieldReader& reader,
-                                           std::string_view key) {
+absl::StatusOr<Activation> ParseActivation(FieldReader& reader, std::string_view key) {
   ASSIGN_OR_RETURN(const std::string name, reader.RequireString(key));
   if (name == "gelu") return Activation::kGelu;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" ||
-      name == "gelu_fast") {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") {
     return Activation::kGeluNew;
   }
   if (name == "relu") return Activation::kRelu;
-  return reader.Error(
-      key, absl::StrFormat("unsupported value \"%s\" (supported: gelu, "
-                           "gelu_new, gelu_pytorch_tanh, gelu_fast, relu)",
-                           name));
+  return reader.Error(key, absl::StrFormat("unsupported value \"%s\" (supported: gelu, "
+                                           "gelu_new, gelu_pytorch_tanh, gelu_fast, relu)",
+                                           name));
 }
 
 // pad_token_id: an id inside the vocabulary, or null (-1) where allowed.
-absl::StatusOr<int> ParsePadTokenId(FieldReader& reader, int vocab_size,
-                                    bool allow_null) {
+absl::StatusOr<int> ParsePadTokenId(FieldReader& reader, int vocab_size, bool allow_null) {
   ASSIGN_OR_RETURN(const json* value, reader.Require("pad_token_id"));
   if (value->is_null() && allow_null) return -1;
   return reader.Int("pad_token_id", *value, 0, vocab_size - 1);
@@ -214,107 +191,86 @@ absl::StatusOr<int> ParsePadTokenId(FieldReader& reader, int vocab_size,
 absl::Status CheckHeads(FieldReader& reader, std::string_view heads_key,
                         const EncoderConfig& config) {
   if (config.hidden_size % config.num_heads != 0) {
-    return reader.Error(
-        heads_key, absl::StrFormat("%d heads do not divide the hidden size %d",
-                                   config.num_heads, config.hidden_size));
+    return reader.Error(heads_key, absl::StrFormat("%d heads do not divide the hidden size %d",
+                                                   config.num_heads, config.hidden_size));
   }
   return absl::OkStatus();
 }
 
 // BERT and RoBERTa share their config fields.
 absl::Status ParseBertFields(FieldReader& reader, EncoderConfig& config) {
-  ASSIGN_OR_RETURN(config.vocab_size,
-                   reader.RequireInt("vocab_size", 1, 1 << 24));
-  ASSIGN_OR_RETURN(config.hidden_size,
-                   reader.RequireInt("hidden_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(config.num_layers,
-                   reader.RequireInt("num_hidden_layers", 1, 1024));
-  ASSIGN_OR_RETURN(config.num_heads,
-                   reader.RequireInt("num_attention_heads", 1, 1 << 12));
+  ASSIGN_OR_RETURN(config.vocab_size, reader.RequireInt("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(config.hidden_size, reader.RequireInt("hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(config.num_layers, reader.RequireInt("num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(config.num_heads, reader.RequireInt("num_attention_heads", 1, 1 << 12));
   RETURN_IF_ERROR(CheckHeads(reader, "num_attention_heads", config));
-  ASSIGN_OR_RETURN(config.intermediate_size,
-                   reader.RequireInt("intermediate_size", 1, 1 << 20));
+  ASSIGN_OR_RETURN(config.intermediate_size, reader.RequireInt("intermediate_size", 1, 1 << 20));
   ASSIGN_OR_RETURN(config.activation, ParseActivation(reader, "hidden_act"));
   ASSIGN_OR_RETURN(config.max_position_embeddings,
                    reader.RequireInt("max_position_embeddings", 1, 1 << 24));
-  ASSIGN_OR_RETURN(config.type_vocab_size,
-                   reader.RequireInt("type_vocab_size", 1, 1 << 16));
-  ASSIGN_OR_RETURN(config.layer_norm_eps,
-                   reader.RequirePositiveNumber("layer_norm_eps"));
+  ASSIGN_OR_RETURN(config.type_vocab_size, reader.RequireInt("type_vocab_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(config.layer_norm_eps, reader.RequirePositiveNumber("layer_norm_eps"));
   // RoBERTa numbers positions from pad_token_id + 1, so it needs the id.
   ASSIGN_OR_RETURN(
       config.pad_token_id,
-      ParsePadTokenId(reader, config.vocab_size,
-                      config.architecture != Architecture::kRoberta));
+      ParsePadTokenId(reader, config.vocab_size, config.architecture != Architecture::kRoberta));
   if (const json* type = reader.Find("position_embedding_type")) {
-    ASSIGN_OR_RETURN(const std::string kind,
-                     reader.String("position_embedding_type", *type));
+    ASSIGN_OR_RETURN(const std::string kind, reader.String("position_embedding_type", *type));
     if (kind != "absolute") {
-      return reader.Error(
-          "position_embedding_type",
-          absl::StrFormat("unsupported value \"%s\" (supported: "
-                          "absolute)",
-                          kind));
+      return reader.Error("position_embedding_type",
+                          absl::StrFormat("unsupported value \"%s\" (supported: "
+                                          "absolute)",
+                                          kind));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status ParseDistilBertFields(FieldReader& reader, EncoderConfig& config) {
-  ASSIGN_OR_RETURN(config.vocab_size,
-                   reader.RequireInt("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(config.vocab_size, reader.RequireInt("vocab_size", 1, 1 << 24));
   ASSIGN_OR_RETURN(config.hidden_size, reader.RequireInt("dim", 1, 1 << 16));
   ASSIGN_OR_RETURN(config.num_layers, reader.RequireInt("n_layers", 1, 1024));
   ASSIGN_OR_RETURN(config.num_heads, reader.RequireInt("n_heads", 1, 1 << 12));
   RETURN_IF_ERROR(CheckHeads(reader, "n_heads", config));
-  ASSIGN_OR_RETURN(config.intermediate_size,
-                   reader.RequireInt("hidden_dim", 1, 1 << 20));
+  ASSIGN_OR_RETURN(config.intermediate_size, reader.RequireInt("hidden_dim", 1, 1 << 20));
   ASSIGN_OR_RETURN(config.activation, ParseActivation(reader, "activation"));
   ASSIGN_OR_RETURN(config.max_position_embeddings,
                    reader.RequireInt("max_position_embeddings", 1, 1 << 24));
-  ASSIGN_OR_RETURN(config.pad_token_id,
-                   ParsePadTokenId(reader, config.vocab_size, true));
+  ASSIGN_OR_RETURN(config.pad_token_id, ParsePadTokenId(reader, config.vocab_size, true));
   // Sinusoidal tables are computed, not stored: a different model.
-  RETURN_IF_ERROR(reader.OnlyNeutralBool("sinusoidal_pos_embds", false,
-                                         "only learned position embeddings"));
+  RETURN_IF_ERROR(
+      reader.OnlyNeutralBool("sinusoidal_pos_embds", false, "only learned position embeddings"));
   config.type_vocab_size = 0;
   config.layer_norm_eps = 1e-12;  // fixed in DistilBERT's modeling code
   return absl::OkStatus();
 }
 
 // id2label / num_labels / problem_type / architectures.
-absl::Status ParseClassificationFields(FieldReader& reader,
-                                       EncoderConfig& config) {
-  if (const json* archs = reader.Find("architectures");
-      archs != nullptr && !archs->is_null()) {
+absl::Status ParseClassificationFields(FieldReader& reader, EncoderConfig& config) {
+  if (const json* archs = reader.Find("architectures"); archs != nullptr && !archs->is_null()) {
     if (!archs->is_array()) {
-      return reader.Error("architectures",
-                          absl::StrFormat("expected array of strings, got %s",
-                                          JsonTypeName(*archs)));
+      return reader.Error("architectures", absl::StrFormat("expected array of strings, got %s",
+                                                           JsonTypeName(*archs)));
     }
     for (const json& arch : *archs) {
       ASSIGN_OR_RETURN(std::string name, reader.String("architectures", arch));
       config.has_classification_head =
-          config.has_classification_head ||
-          absl::EndsWith(name, "ForSequenceClassification");
+          config.has_classification_head || absl::EndsWith(name, "ForSequenceClassification");
       config.architectures.push_back(std::move(name));
     }
   }
 
-  if (const json* labels = reader.Find("id2label");
-      labels != nullptr && !labels->is_null()) {
+  if (const json* labels = reader.Find("id2label"); labels != nullptr && !labels->is_null()) {
     if (!labels->is_object()) {
-      return reader.Error("id2label", absl::StrFormat("expected object, got %s",
-                                                      JsonTypeName(*labels)));
+      return reader.Error("id2label",
+                          absl::StrFormat("expected object, got %s", JsonTypeName(*labels)));
     }
     std::map<int, std::string> by_id;
     for (const auto& [key, value] : labels->items()) {
       int id = -1;
-      if (!absl::SimpleAtoi(key, &id) || id < 0 ||
-          id >= static_cast<int>(labels->size())) {
+      if (!absl::SimpleAtoi(key, &id) || id < 0 || id >= static_cast<int>(labels->size())) {
         return reader.Error(
-            "id2label", absl::StrFormat("key \"%s\" is not an id in [0, %d)",
-                                        key, labels->size()));
+            "id2label", absl::StrFormat("key \"%s\" is not an id in [0, %d)", key, labels->size()));
       }
       ASSIGN_OR_RETURN(std::string name, reader.String("id2label", value));
       if (!by_id.emplace(id, std::move(name)).second) {
@@ -325,8 +281,8 @@ absl::Status ParseClassificationFields(FieldReader& reader,
   }
   if (const json* label2id = reader.Find("label2id");
       label2id != nullptr && !label2id->is_null() && !label2id->is_object()) {
-    return reader.Error("label2id", absl::StrFormat("expected object, got %s",
-                                                    JsonTypeName(*label2id)));
+    return reader.Error("label2id",
+                        absl::StrFormat("expected object, got %s", JsonTypeName(*label2id)));
   }
 
   std::optional<int> num_labels;
@@ -335,24 +291,20 @@ absl::Status ParseClassificationFields(FieldReader& reader,
   }
   if (num_labels.has_value() && !config.id2label.empty() &&
       *num_labels != static_cast<int>(config.id2label.size())) {
-    return reader.Error("num_labels",
-                        absl::StrFormat("%d disagrees with the %d id2label "
-                                        "entries",
-                                        *num_labels, config.id2label.size()));
+    return reader.Error("num_labels", absl::StrFormat("%d disagrees with the %d id2label "
+                                                      "entries",
+                                                      *num_labels, config.id2label.size()));
   }
   // Hugging Face's defaults: a classifier saved without id2label has
   // num_labels (else 2) labels named LABEL_<i>.
-  if (config.id2label.empty() &&
-      (num_labels.has_value() || config.has_classification_head)) {
+  if (config.id2label.empty() && (num_labels.has_value() || config.has_classification_head)) {
     for (int i = 0; i < num_labels.value_or(2); ++i) {
       config.id2label.push_back(absl::StrCat("LABEL_", i));
     }
   }
 
-  if (const json* type = reader.Find("problem_type");
-      type != nullptr && !type->is_null()) {
-    ASSIGN_OR_RETURN(const std::string name,
-                     reader.String("problem_type", *type));
+  if (const json* type = reader.Find("problem_type"); type != nullptr && !type->is_null()) {
+    ASSIGN_OR_RETURN(const std::string name, reader.String("problem_type", *type));
     if (name == "single_label_classification") {
       config.problem_type = ProblemType::kSingleLabel;
     } else if (name == "multi_label_classification") {
@@ -360,15 +312,12 @@ absl::Status ParseClassificationFields(FieldReader& reader,
     } else if (name == "regression") {
       config.problem_type = ProblemType::kRegression;
     } else {
-      return reader.Error(
-          "problem_type",
-          absl::StrFormat("unsupported value \"%s\" (supported: "
-                          "single_label_classification, "
-                          "multi_label_classification, regression)",
-                          name));
+      return reader.Error("problem_type", absl::StrFormat("unsupported value \"%s\" (supported: "
+                                                          "single_label_classification, "
+                                                          "multi_label_classification, regression)",
+                                                          name));
     }
-    if (config.problem_type == ProblemType::kSingleLabel &&
-        config.id2label.size() == 1) {
+    if (config.problem_type == ProblemType::kSingleLabel && config.id2label.size() == 1) {
       return reader.Error("problem_type",
                           "single_label_classification needs at least 2 "
                           "labels");
@@ -380,17 +329,12 @@ absl::Status ParseClassificationFields(FieldReader& reader,
 // Keys that exist on every PretrainedConfig but would turn the encoder into
 // something else when set.
 absl::Status CheckNeutralKeys(FieldReader& reader) {
-  RETURN_IF_ERROR(
-      reader.OnlyNeutralBool("is_decoder", false, "causal attention"));
-  RETURN_IF_ERROR(reader.OnlyNeutralBool("add_cross_attention", false,
-                                         "cross-attention layers"));
-  RETURN_IF_ERROR(reader.OnlyNeutralBool("is_encoder_decoder", false,
-                                         "encoder-only architecture"));
-  if (const json* pruned = reader.Find("pruned_heads");
-      pruned != nullptr && !pruned->is_null()) {
+  RETURN_IF_ERROR(reader.OnlyNeutralBool("is_decoder", false, "causal attention"));
+  RETURN_IF_ERROR(reader.OnlyNeutralBool("add_cross_attention", false, "cross-attention layers"));
+  RETURN_IF_ERROR(reader.OnlyNeutralBool("is_encoder_decoder", false, "encoder-only architecture"));
+  if (const json* pruned = reader.Find("pruned_heads"); pruned != nullptr && !pruned->is_null()) {
     if (!pruned->is_object() || !pruned->empty()) {
-      return reader.Error("pruned_heads",
-                          "pruned attention heads are not supported");
+      return reader.Error("pruned_heads", "pruned attention heads are not supported");
     }
   }
   return absl::OkStatus();
@@ -426,13 +370,11 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
                                                  std::string_view source_name) {
   if (!config.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s: expected a JSON object, got %s", source_name,
-                        JsonTypeName(config)));
+        absl::StrFormat("%s: expected a JSON object, got %s", source_name, JsonTypeName(config)));
   }
   FieldReader reader(config, source_name);
   EncoderConfig result;
-  ASSIGN_OR_RETURN(const std::string model_type,
-                   reader.RequireString("model_type"));
+  ASSIGN_OR_RETURN(const std::string model_type, reader.RequireString("model_type"));
   if (model_type == "bert") {
     result.architecture = Architecture::kBert;
   } else if (model_type == "roberta") {
@@ -440,10 +382,9 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
   } else if (model_type == "distilbert") {
     result.architecture = Architecture::kDistilBert;
   } else {
-    return reader.Error("model_type",
-                        absl::StrFormat("unsupported value \"%s\" (supported: "
-                                        "bert, roberta, distilbert)",
-                                        model_type));
+    return reader.Error("model_type", absl::StrFormat("unsupported value \"%s\" (supported: "
+                                                      "bert, roberta, distilbert)",
+                                                      model_type));
   }
   if (result.architecture == Architecture::kDistilBert) {
     RETURN_IF_ERROR(ParseDistilBertFields(reader, result));
@@ -469,8 +410,7 @@ absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path) {
   try {
     config = json::parse(in);
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }
   return ParseEncoderConfig(config, path);
 }

@@ -2,8 +2,7 @@
 
 namespace docsparse {
 
-at::Tensor Pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths,
-                PoolingMode mode) {
+at::Tensor Pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths, PoolingMode mode) {
   if (mode == PoolingMode::kCls) return hidden.select(1, 0);
   const int64_t seq = hidden.size(1);
   at::Tensor counts = at::tensor(lengths, at::kLong);

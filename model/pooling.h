@@ -14,8 +14,7 @@ namespace docsparse {
 // hidden: [batch, seq, h]; lengths: real tokens per row (right padding).
 // Returns [batch, h]: the first token (CLS) or the mean over real tokens, as
 // sentence-transformers' Pooling module computes them.
-at::Tensor Pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths,
-                PoolingMode mode);
+at::Tensor Pool(const at::Tensor& hidden, const std::vector<int64_t>& lengths, PoolingMode mode);
 
 // Rows scaled to unit L2 norm (norm clamped at 1e-12, as torch's normalize).
 at::Tensor L2Normalize(const at::Tensor& rows);

@@ -81,15 +81,14 @@ class SafetensorsFile {
   // mmap, truncating the file on disk while it is mapped makes later reads of
   // the vanished pages fault (SIGBUS); model folders must not be rewritten in
   // place while served.
-  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(
-      const std::string& path);
+  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
 
   // Validates `bytes` (a whole file's contents) without copying them; the
   // views borrow `bytes`, which the caller keeps alive and unchanged for the
   // lifetime of the returned object. `source_name` prefixes error messages.
   // Open() is Parse() over a mapping; fuzzers and tests call this directly.
-  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Parse(
-      std::string_view bytes, std::string source_name);
+  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Parse(std::string_view bytes,
+                                                                std::string source_name);
 
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -101,9 +100,7 @@ class SafetensorsFile {
   std::vector<std::string> names() const;
   size_t num_tensors() const { return tensors_.size(); }
   // The optional `__metadata__` map (e.g. {"format": "pt"}); empty if absent.
-  const std::map<std::string, std::string>& metadata() const {
-    return metadata_;
-  }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The path (or source name) used in error messages.
   const std::string& source_name() const { return source_name_; }
 
@@ -139,8 +136,7 @@ class Checkpoint {
   // must be in its shard, and every tensor of every shard must be listed for
   // that shard (a stale index is refused rather than half-used).
   // NOT_FOUND when neither file exists.
-  static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(
-      const std::string& model_dir);
+  static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(const std::string& model_dir);
 
   // A copy of the view of tensor `name` (the data stays borrowed from this
   // object); NOT_FOUND naming the tensor and the checkpoint when absent.

@@ -7,11 +7,13 @@
 namespace docsparse {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 constexpr std::array<std::string_view, 22> kAbbreviations = {
-    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "inc", "ltd", "co",
-    "no", "fig", "st", "jr", "sr", "cf", "al", "approx", "vol", "sec"};
+    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof",   "inc", "ltd",
+    "co",  "no",  "fig", "st", "jr", "sr",  "cf", "al", "approx", "vol", "sec"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -28,16 +30,16 @@ std::string_view WordBefore(std::string_view text, size_t dot, size_t sentence_b
 }
 
 bool IsAllDigits(std::string_view word) {
-  return !word.empty() && std::all_of(word.begin(), word.end(),
-                                      [](unsigned char c) { return std::isdigit(c); });
+  return !word.empty() &&
+         std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // Whether the '.', '!' or '?' at `pos` ends a sentence.
 bool EndsSentence(std::string_view text, size_t pos, size_t sentence_begin, size_t end) {
   size_t next = pos + 1;
-  while (next < end && (text[next] == '"' || text[next] == '\'' || text[next] == ')' ||
-                        text[next] == ']' || text[next] == '.' || text[next] == '!' ||
-                        text[next] == '?')) {
+  while (next < end &&
+         (text[next] == '"' || text[next] == '\'' || text[next] == ')' || text[next] == ']' ||
+          text[next] == '.' || text[next] == '!' || text[next] == '?')) {
     ++next;
   }
   if (next >= end) return true;

@@ -34,14 +34,12 @@ class Validator {
   explicit Validator(std::string_view source) : source_(source) {}
 
   absl::Status Error(const std::string& path, std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s: %s", source_, path, what));
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", source_, path, what));
   }
 
   absl::Status TypeError(const std::string& path, std::string_view expected,
                          const json& value) const {
-    return Error(path, absl::StrFormat("expected %s, got %s", expected,
-                                       JsonTypeName(value)));
+    return Error(path, absl::StrFormat("expected %s, got %s", expected, JsonTypeName(value)));
   }
 
   absl::StatusOr<bool> Bool(const std::string& path, const json& value) const {
@@ -49,61 +47,54 @@ class Validator {
     return value.get<bool>();
   }
 
-  absl::StatusOr<std::string> String(const std::string& path,
-                                     const json& value) const {
+  absl::StatusOr<std::string> String(const std::string& path, const json& value) const {
     if (!value.is_string()) return TypeError(path, "string", value);
     return value.get<std::string>();
   }
 
-  absl::StatusOr<std::string> NonEmptyString(const std::string& path,
-                                             const json& value) const {
+  absl::StatusOr<std::string> NonEmptyString(const std::string& path, const json& value) const {
     ASSIGN_OR_RETURN(std::string text, String(path, value));
     if (text.empty()) return Error(path, "must not be empty");
     return text;
   }
 
-  absl::StatusOr<int64_t> Int(const std::string& path, const json& value,
-                              int64_t min, int64_t max) const {
+  absl::StatusOr<int64_t> Int(const std::string& path, const json& value, int64_t min,
+                              int64_t max) const {
     if (!value.is_number_integer()) return TypeError(path, "integer", value);
     // Non-negative literals parse as unsigned and may exceed int64.
-    const bool in_range =
-        value.is_number_unsigned()
-            ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
-            : value.get<int64_t>() <= max;
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
+                              : value.get<int64_t>() <= max;
     if (!in_range || value.get<int64_t>() < min) {
-      return Error(path, absl::StrFormat("%s is out of range [%d, %d]",
-                                         value.dump(), min, max));
+      return Error(path, absl::StrFormat("%s is out of range [%d, %d]", value.dump(), min, max));
     }
     return value.get<int64_t>();
   }
 
   // A finite number in [min, max], or (min, max] when `exclusive_min`.
-  absl::StatusOr<double> Number(const std::string& path, const json& value,
-                                double min, double max,
+  absl::StatusOr<double> Number(const std::string& path, const json& value, double min, double max,
                                 bool exclusive_min = false) const {
     if (!value.is_number()) return TypeError(path, "number", value);
     const double v = value.get<double>();
     const bool above_min = exclusive_min ? v > min : v >= min;
     if (!std::isfinite(v) || !above_min || v > max) {
-      return Error(path,
-                   absl::StrFormat("%s is out of range %c%g, %g]", value.dump(),
-                                   exclusive_min ? '(' : '[', min, max));
+      return Error(path, absl::StrFormat("%s is out of range %c%g, %g]", value.dump(),
+                                         exclusive_min ? '(' : '[', min, max));
     }
     return v;
   }
 
   template <typename T>
-  absl::StatusOr<T> Enum(
-      const std::string& path, const json& value,
-      std::initializer_list<std::pair<std::string_view, T>> choices) const {
+  absl::StatusOr<T> Enum(const std::string& path, const json& value,
+                         std::initializer_list<std::pair<std::string_view, T>> choices) const {
     ASSIGN_OR_RETURN(const std::string name, String(path, value));
     std::vector<std::string> names;
     for (const auto& [choice, result] : choices) {
       if (choice == name) return result;
       names.push_back(absl::StrCat("\"", std::string(choice), "\""));
     }
-    return Error(path, absl::StrFormat("unsupported value \"%s\" (expected %s)",
-                                       name, absl::StrJoin(names, " or ")));
+    return Error(path, absl::StrFormat("unsupported value \"%s\" (expected %s)", name,
+                                       absl::StrJoin(names, " or ")));
   }
 
  private:
@@ -118,8 +109,7 @@ class ObjectReader {
       : validator_(validator), path_(std::move(path)), object_(object) {}
 
   // Fails unless `value` is an object.
-  static absl::StatusOr<ObjectReader> Make(const Validator& validator,
-                                           std::string path,
+  static absl::StatusOr<ObjectReader> Make(const Validator& validator, std::string path,
                                            const json& value) {
     if (!value.is_object()) return validator.TypeError(path, "object", value);
     return ObjectReader(validator, std::move(path), value);
@@ -152,57 +142,47 @@ class ObjectReader {
   std::set<std::string> known_;
 };
 
-absl::Status ParseTasks(const Validator& v, const json& value,
-                        std::vector<Task>& tasks) {
+absl::Status ParseTasks(const Validator& v, const json& value, std::vector<Task>& tasks) {
   const std::string path = "tasks";
   if (!value.is_array()) return v.TypeError(path, "array", value);
   if (value.empty()) return v.Error(path, "must name at least one task");
   tasks.clear();
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string item = absl::StrFormat("tasks[%d]", i);
-    ASSIGN_OR_RETURN(const Task task,
-                     v.Enum<Task>(item, value[i],
-                                  {{"embed", Task::kEmbed},
-                                   {"classify", Task::kClassify},
-                                   {"summarize", Task::kSummarize}}));
+    ASSIGN_OR_RETURN(const Task task, v.Enum<Task>(item, value[i],
+                                                   {{"embed", Task::kEmbed},
+                                                    {"classify", Task::kClassify},
+                                                    {"summarize", Task::kSummarize}}));
     if (std::find(tasks.begin(), tasks.end(), task) != tasks.end()) {
-      return v.Error(item,
-                     absl::StrFormat("duplicate task \"%s\"", TaskName(task)));
+      return v.Error(item, absl::StrFormat("duplicate task \"%s\"", TaskName(task)));
     }
     tasks.push_back(task);
   }
   return absl::OkStatus();
 }
 
-absl::Status ParseAttention(const Validator& v, const json& value,
-                            AttentionChoice& attention) {
-  ASSIGN_OR_RETURN(ObjectReader reader,
-                   ObjectReader::Make(v, "attention", value));
+absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoice& attention) {
+  ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "attention", value));
   if (const json* kind = reader.Get("kind")) {
     // "lsg" and "sbm" join when their planners do.
     ASSIGN_OR_RETURN(attention.kind,
-                     v.Enum<std::string>(reader.PathOf("kind"), *kind,
-                                         {{"dense", "dense"}}));
+                     v.Enum<std::string>(reader.PathOf("kind"), *kind, {{"dense", "dense"}}));
   }
   return reader.CheckNoUnknownKeys();
 }
 
-absl::Status ParseZeroShot(const Validator& v, const json& value,
-                           ZeroShotConfig& zero_shot) {
-  ASSIGN_OR_RETURN(ObjectReader reader,
-                   ObjectReader::Make(v, "zero_shot", value));
+absl::Status ParseZeroShot(const Validator& v, const json& value, ZeroShotConfig& zero_shot) {
+  ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "zero_shot", value));
   if (const json* t = reader.Get("temperature")) {
-    ASSIGN_OR_RETURN(zero_shot.temperature,
-                     v.Number(reader.PathOf("temperature"), *t, 0, 1e6,
-                              /*exclusive_min=*/true));
+    ASSIGN_OR_RETURN(zero_shot.temperature, v.Number(reader.PathOf("temperature"), *t, 0, 1e6,
+                                                     /*exclusive_min=*/true));
   }
   if (const json* t = reader.Get("hypothesis_template")) {
     const std::string path = reader.PathOf("hypothesis_template");
     ASSIGN_OR_RETURN(zero_shot.hypothesis_template, v.String(path, *t));
     const size_t first = zero_shot.hypothesis_template.find("{}");
     if (first == std::string::npos ||
-        zero_shot.hypothesis_template.find("{}", first + 2) !=
-            std::string::npos) {
+        zero_shot.hypothesis_template.find("{}", first + 2) != std::string::npos) {
       return v.Error(path,
                      "must contain \"{}\" exactly once (the label name "
                      "goes there)");
@@ -215,23 +195,19 @@ absl::Status ParseZeroShot(const Validator& v, const json& value,
     zero_shot.labels.clear();
     for (size_t i = 0; i < labels->size(); ++i) {
       ASSIGN_OR_RETURN(ObjectReader item,
-                       ObjectReader::Make(v, absl::StrFormat("%s[%d]", path, i),
-                                          (*labels)[i]));
+                       ObjectReader::Make(v, absl::StrFormat("%s[%d]", path, i), (*labels)[i]));
       ZeroShotLabel label;
       const json* name = item.Get("name");
       if (name == nullptr) {
         return v.Error(item.PathOf("name"), "missing (every label needs one)");
       }
-      ASSIGN_OR_RETURN(label.name,
-                       v.NonEmptyString(item.PathOf("name"), *name));
+      ASSIGN_OR_RETURN(label.name, v.NonEmptyString(item.PathOf("name"), *name));
       if (!names.insert(label.name).second) {
-        return v.Error(item.PathOf("name"),
-                       absl::StrFormat("duplicate label \"%s\"", label.name));
+        return v.Error(item.PathOf("name"), absl::StrFormat("duplicate label \"%s\"", label.name));
       }
       if (const json* description = item.Get("description")) {
-        ASSIGN_OR_RETURN(
-            label.description,
-            v.NonEmptyString(item.PathOf("description"), *description));
+        ASSIGN_OR_RETURN(label.description,
+                         v.NonEmptyString(item.PathOf("description"), *description));
       }
       RETURN_IF_ERROR(item.CheckNoUnknownKeys());
       zero_shot.labels.push_back(std::move(label));
@@ -240,28 +216,21 @@ absl::Status ParseZeroShot(const Validator& v, const json& value,
   return reader.CheckNoUnknownKeys();
 }
 
-absl::Status ParseExtractive(const Validator& v, const json& value,
-                             ExtractiveConfig& extractive) {
-  ASSIGN_OR_RETURN(ObjectReader reader,
-                   ObjectReader::Make(v, "extractive", value));
+absl::Status ParseExtractive(const Validator& v, const json& value, ExtractiveConfig& extractive) {
+  ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "extractive", value));
   if (const json* n = reader.Get("max_sentences")) {
-    ASSIGN_OR_RETURN(extractive.max_sentences,
-                     v.Int(reader.PathOf("max_sentences"), *n, 1, 1000));
+    ASSIGN_OR_RETURN(extractive.max_sentences, v.Int(reader.PathOf("max_sentences"), *n, 1, 1000));
   }
   if (const json* d = reader.Get("diversity")) {
-    ASSIGN_OR_RETURN(extractive.diversity,
-                     v.Number(reader.PathOf("diversity"), *d, 0, 1));
+    ASSIGN_OR_RETURN(extractive.diversity, v.Number(reader.PathOf("diversity"), *d, 0, 1));
   }
   return reader.CheckNoUnknownKeys();
 }
 
-absl::Status ParseBatching(const Validator& v, const json& value,
-                           BatchingConfig& batching) {
-  ASSIGN_OR_RETURN(ObjectReader reader,
-                   ObjectReader::Make(v, "batching", value));
+absl::Status ParseBatching(const Validator& v, const json& value, BatchingConfig& batching) {
+  ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "batching", value));
   if (const json* n = reader.Get("max_batch_size")) {
-    ASSIGN_OR_RETURN(batching.max_batch_size,
-                     v.Int(reader.PathOf("max_batch_size"), *n, 1, 4096));
+    ASSIGN_OR_RETURN(batching.max_batch_size, v.Int(reader.PathOf("max_batch_size"), *n, 1, 4096));
   }
   if (const json* n = reader.Get("max_queue_size")) {
     ASSIGN_OR_RETURN(batching.max_queue_size,
@@ -273,46 +242,42 @@ absl::Status ParseBatching(const Validator& v, const json& value,
   }
   // A queue that cannot hold one full batch would make max_batch_size a lie.
   if (batching.max_queue_size < batching.max_batch_size) {
-    return v.Error(
-        reader.PathOf("max_queue_size"),
-        absl::StrFormat("%d is smaller than max_batch_size %d",
-                        batching.max_queue_size, batching.max_batch_size));
+    return v.Error(reader.PathOf("max_queue_size"),
+                   absl::StrFormat("%d is smaller than max_batch_size %d", batching.max_queue_size,
+                                   batching.max_batch_size));
   }
   return reader.CheckNoUnknownKeys();
 }
 
 // Parses JSON refusing duplicate keys at any depth: nlohmann keeps the last
 // of two equal keys silently, and in a hand-edited file that hides mistakes.
-absl::StatusOr<json> ParseStrictJson(const std::string& text,
-                                     const std::string& source) {
+absl::StatusOr<json> ParseStrictJson(const std::string& text, const std::string& source) {
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  json::parser_callback_t on_event =
-      [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-        switch (event) {
-          case json::parse_event_t::object_start:
-            open_objects.emplace_back();
-            break;
-          case json::parse_event_t::object_end:
-            if (!open_objects.empty()) open_objects.pop_back();
-            break;
-          case json::parse_event_t::key:
-            if (!open_objects.empty() && duplicate.empty() &&
-                !open_objects.back().insert(parsed.get<std::string>()).second) {
-              duplicate = parsed.get<std::string>();
-            }
-            break;
-          default:
-            break;
+  json::parser_callback_t on_event = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        open_objects.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!open_objects.empty() && duplicate.empty() &&
+            !open_objects.back().insert(parsed.get<std::string>()).second) {
+          duplicate = parsed.get<std::string>();
         }
-        return true;
-      };
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
   json root;
   try {
     root = json::parse(text, on_event);
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
   }
   if (!duplicate.empty()) {
     return absl::InvalidArgumentError(
@@ -366,9 +331,8 @@ bool ServingConfig::HasTask(Task task) const {
 absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
                                                  std::string_view source) {
   if (!config.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: expected a JSON object at the top level, got %s",
-                        source, JsonTypeName(config)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: expected a JSON object at the top level, got %s", source, JsonTypeName(config)));
   }
   const Validator v(source);
   ObjectReader reader(v, "", config);
@@ -377,10 +341,9 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
     RETURN_IF_ERROR(ParseTasks(v, *tasks, result.tasks));
   }
   if (const json* pooling = reader.Get("pooling")) {
-    ASSIGN_OR_RETURN(result.pooling,
-                     v.Enum<PoolingMode>("pooling", *pooling,
-                                         {{"mean", PoolingMode::kMean},
-                                          {"cls", PoolingMode::kCls}}));
+    ASSIGN_OR_RETURN(result.pooling, v.Enum<PoolingMode>("pooling", *pooling,
+                                                         {{"mean", PoolingMode::kMean},
+                                                          {"cls", PoolingMode::kCls}}));
   }
   if (const json* normalize = reader.Get("normalize")) {
     ASSIGN_OR_RETURN(result.normalize, v.Bool("normalize", *normalize));
@@ -393,12 +356,11 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
                      v.Int("max_document_tokens", *max_tokens, 1, 1 << 24));
   }
   if (const json* overflow = reader.Get("overflow")) {
-    ASSIGN_OR_RETURN(
-        result.overflow,
-        v.Enum<OverflowPolicy>("overflow", *overflow,
-                               {{"reject", OverflowPolicy::kReject},
-                                {"truncate", OverflowPolicy::kTruncate},
-                                {"chunk", OverflowPolicy::kChunk}}));
+    ASSIGN_OR_RETURN(result.overflow,
+                     v.Enum<OverflowPolicy>("overflow", *overflow,
+                                            {{"reject", OverflowPolicy::kReject},
+                                             {"truncate", OverflowPolicy::kTruncate},
+                                             {"chunk", OverflowPolicy::kChunk}}));
   }
   if (const json* zero_shot = reader.Get("zero_shot")) {
     RETURN_IF_ERROR(ParseZeroShot(v, *zero_shot, result.zero_shot));
@@ -416,15 +378,14 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
 absl::StatusOr<ServingConfig> LoadServingConfig(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        path, ": not found (every model folder needs a docsparse.json)"));
+    return absl::NotFoundError(
+        absl::StrCat(path, ": not found (every model folder needs a docsparse.json)"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open"));
   }
-  const std::string text((std::istreambuf_iterator<char>(in)),
-                         std::istreambuf_iterator<char>());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSIGN_OR_RETURN(const json config, ParseStrictJson(text, path));
   return ParseServingConfig(config, path);
 }

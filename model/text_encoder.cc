@@ -11,8 +11,7 @@
 
 namespace docsparse {
 
-TextEncoder::TextEncoder(const Tokenizer& tokenizer, const Encoder& encoder,
-                         int max_batch_size)
+TextEncoder::TextEncoder(const Tokenizer& tokenizer, const Encoder& encoder, int max_batch_size)
     : tokenizer_(tokenizer), encoder_(encoder), max_batch_size_(std::max(1, max_batch_size)) {}
 
 absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>& ids,
@@ -26,9 +25,9 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
   }
   switch (overflow) {
     case OverflowPolicy::kReject:
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "document has ", ids.size() + 2, " tokens; the model reads at most ", limit,
-          " (set options.overflow to TRUNCATE or CHUNK)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("document has ", ids.size() + 2, " tokens; the model reads at most ", limit,
+                       " (set options.overflow to TRUNCATE or CHUNK)"));
     case OverflowPolicy::kTruncate:
       result.windows.push_back(tokenizer_.Frame(ids, limit));
       result.truncated = true;
@@ -40,8 +39,8 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
       const size_t size = (ids.size() + count - 1) / count;
       for (size_t begin = 0; begin < ids.size(); begin += size) {
         const size_t end = std::min(ids.size(), begin + size);
-        result.windows.push_back(tokenizer_.Frame(
-            std::vector<int32_t>(ids.begin() + begin, ids.begin() + end), limit));
+        result.windows.push_back(
+            tokenizer_.Frame(std::vector<int32_t>(ids.begin() + begin, ids.begin() + end), limit));
       }
       return result;
   }
@@ -57,9 +56,8 @@ absl::StatusOr<at::Tensor> TextEncoder::EmbedSequences(
   // Sort by length so each batch pads little.
   std::vector<size_t> order(sequences.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sequences[a].size() < sequences[b].size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sequences[a].size() < sequences[b].size(); });
   c10::InferenceMode inference_mode;
   at::Tensor result = at::empty(
       {static_cast<int64_t>(sequences.size()), encoder_.config().hidden_size}, at::kFloat);
@@ -89,12 +87,9 @@ absl::StatusOr<at::Tensor> TextEncoder::EmbedTexts(const std::vector<std::string
   return EmbedSequences(sequences, pooling, normalize, cost);
 }
 
-absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const std::vector<int32_t>& ids,
-                                                             OverflowPolicy overflow,
-                                                             PoolingMode pooling,
-                                                             bool normalize,
+absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const DocumentWindows& windows,
+                                                             PoolingMode pooling, bool normalize,
                                                              CostAccount* cost) const {
-  ASSIGN_OR_RETURN(DocumentWindows windows, Windows(ids, overflow));
   ASSIGN_OR_RETURN(at::Tensor pooled,
                    EmbedSequences(windows.windows, pooling, /*normalize=*/false, cost));
   c10::InferenceMode inference_mode;
@@ -107,7 +102,6 @@ absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const std::vector<i
   if (normalize) embedding = L2Normalize(embedding.unsqueeze(0)).squeeze(0);
   DocumentEmbedding result;
   result.embedding = embedding;
-  result.windows = static_cast<int>(windows.windows.size());
   result.truncated = windows.truncated;
   return result;
 }

@@ -25,15 +25,13 @@ struct DocumentWindows {
 
 struct DocumentEmbedding {
   at::Tensor embedding;  // [h]
-  int windows = 0;
   bool truncated = false;
 };
 
 // Borrows the tokenizer and encoder, which must outlive it. Thread-safe.
 class TextEncoder {
  public:
-  TextEncoder(const Tokenizer& tokenizer, const Encoder& encoder,
-              int max_batch_size);
+  TextEncoder(const Tokenizer& tokenizer, const Encoder& encoder, int max_batch_size);
 
   // Splits unframed document ids into framed windows of at most the model's
   // sequence length. REJECT of an over-long document is RESOURCE_EXHAUSTED
@@ -41,24 +39,23 @@ class TextEncoder {
   absl::StatusOr<DocumentWindows> Windows(const std::vector<int32_t>& ids,
                                           OverflowPolicy overflow) const;
 
-  // One embedding for the whole document. With several windows, the window
-  // embeddings are averaged weighted by their token counts (for mean pooling
-  // this is exactly the mean over every token of the document), then
-  // normalised if asked.
-  absl::StatusOr<DocumentEmbedding> EmbedDocument(
-      const std::vector<int32_t>& ids, OverflowPolicy overflow,
-      PoolingMode pooling, bool normalize, CostAccount* cost) const;
+  // One embedding for the whole document, from its windows. With several
+  // windows, the window embeddings are averaged weighted by their token counts
+  // (for mean pooling this is exactly the mean over every token of the
+  // document), then normalised if asked.
+  absl::StatusOr<DocumentEmbedding> EmbedDocument(const DocumentWindows& windows,
+                                                  PoolingMode pooling, bool normalize,
+                                                  CostAccount* cost) const;
 
   // Embeds each text (truncated to the model's length) in batches of similar
   // length; returns [texts, h] in input order.
-  absl::StatusOr<at::Tensor> EmbedTexts(const std::vector<std::string>& texts,
-                                        PoolingMode pooling, bool normalize,
-                                        CostAccount* cost) const;
+  absl::StatusOr<at::Tensor> EmbedTexts(const std::vector<std::string>& texts, PoolingMode pooling,
+                                        bool normalize, CostAccount* cost) const;
 
   // Same for already framed sequences.
-  absl::StatusOr<at::Tensor> EmbedSequences(
-      const std::vector<std::vector<int32_t>>& sequences, PoolingMode pooling,
-      bool normalize, CostAccount* cost) const;
+  absl::StatusOr<at::Tensor> EmbedSequences(const std::vector<std::vector<int32_t>>& sequences,
+                                            PoolingMode pooling, bool normalize,
+                                            CostAccount* cost) const;
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const Encoder& encoder() const { return encoder_; }

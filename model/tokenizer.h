@@ -39,8 +39,7 @@ class Tokenizer {
 
   // [CLS] ids [SEP], keeping at most `max_tokens` in total (ids are cut from
   // the end, as HF truncation=True does for a single sequence).
-  std::vector<int32_t> Frame(const std::vector<int32_t>& ids,
-                             size_t max_tokens) const {
+  std::vector<int32_t> Frame(const std::vector<int32_t>& ids, size_t max_tokens) const {
     const SpecialTokenIds& special = special_tokens();
     const size_t room = max_tokens >= 2 ? max_tokens - 2 : 0;
     std::vector<int32_t> framed;

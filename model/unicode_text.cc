@@ -88,9 +88,9 @@ const icu::Normalizer2& Nfd() {
 // built with (Unicode 17) has and ICU 72 (Unicode 15) lacks: letters added in
 // Unicode 16 and 17.
 char32_t NewerLowercase(char32_t c) {
-  static constexpr char32_t kPairs[][2] = {
-      {0x1C89, 0x1C8A}, {0xA7CB, 0x0264}, {0xA7CC, 0xA7CD}, {0xA7CE, 0xA7CF},
-      {0xA7D2, 0xA7D3}, {0xA7D4, 0xA7D5}, {0xA7DA, 0xA7DB}, {0xA7DC, 0x019B}};
+  static constexpr char32_t kPairs[][2] = {{0x1C89, 0x1C8A}, {0xA7CB, 0x0264}, {0xA7CC, 0xA7CD},
+                                           {0xA7CE, 0xA7CF}, {0xA7D2, 0xA7D3}, {0xA7D4, 0xA7D5},
+                                           {0xA7DA, 0xA7DB}, {0xA7DC, 0x019B}};
   for (const auto& [upper, lower] : kPairs) {
     if (c == upper) return lower;
   }
@@ -106,8 +106,7 @@ constexpr char32_t kUndecomposedByHf = 0x11938;
 
 void AppendIcuNfd(std::u32string_view text, std::u32string* out) {
   const icu::UnicodeString in = icu::UnicodeString::fromUTF32(
-      reinterpret_cast<const UChar32*>(text.data()),
-      static_cast<int32_t>(text.size()));
+      reinterpret_cast<const UChar32*>(text.data()), static_cast<int32_t>(text.size()));
   UErrorCode status = U_ZERO_ERROR;
   const icu::UnicodeString nfd = Nfd().normalize(in, status);
   if (U_FAILURE(status)) {  // Only on allocation failure: keep the text as is.
@@ -134,8 +133,8 @@ absl::Status ValidateUtf8(std::string_view text) {
     const size_t len = CheckSequence(text, pos, &why);
     if (len == 0) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("invalid UTF-8 at byte offset %d: %s (byte 0x%02X)",
-                          pos, why, static_cast<uint8_t>(text[pos])));
+          absl::StrFormat("invalid UTF-8 at byte offset %d: %s (byte 0x%02X)", pos, why,
+                          static_cast<uint8_t>(text[pos])));
     }
     pos += len;
   }
@@ -215,25 +214,22 @@ bool IsBertWhitespace(char32_t c) {
 }
 
 bool IsBertRemovedControl(char32_t c) {
-  if (c < 0x80)
-    return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
+  if (c < 0x80) return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
   if (c < 0xA0 || c == 0xFFFD) return true;  // C1 controls.
   if ((c >= 0xE000 && c <= 0xF8FF) || c >= 0xF0000) {
     return (c & 0xFFFF) <= 0xFFFD;  // Private use; U+xFFFE/F are not.
   }
-  return u_charType(static_cast<UChar32>(c)) == U_FORMAT_CHAR &&
-         AssignedByUnicode8(c);
+  return u_charType(static_cast<UChar32>(c)) == U_FORMAT_CHAR && AssignedByUnicode8(c);
 }
 
 bool IsBertPunctuation(char32_t c) {
   if (c < 0x80) {
-    return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) ||
-           (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+    return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+           (c >= 123 && c <= 126);
   }
   // Punctuation in Unicode 8.0 that later versions recategorised.
   if (c == 0x166D || c == 0x111C9) return true;
-  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0 &&
-         AssignedByUnicode8(c);
+  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0 && AssignedByUnicode8(c);
 }
 
 bool IsBertChineseChar(char32_t c) {
@@ -249,18 +245,15 @@ bool IsBertNonspacingMark(char32_t c) {
   // Mc); U+1885/6 (Lo), U+A9BD (Mc) and U+111C9 (Po) became Mn later.
   if (c == 0x1734) return true;
   if (c == 0x1885 || c == 0x1886 || c == 0xA9BD || c == 0x111C9) return false;
-  return u_charType(static_cast<UChar32>(c)) == U_NON_SPACING_MARK &&
-         AssignedByUnicode8(c);
+  return u_charType(static_cast<UChar32>(c)) == U_NON_SPACING_MARK && AssignedByUnicode8(c);
 }
 
 bool IsWordCharacter(char32_t c) {
   if (c < 0x80) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-           (c >= 'A' && c <= 'Z') || c == '_';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
   }
   const UChar32 u = static_cast<UChar32>(c);
-  return u_hasBinaryProperty(u, UCHAR_ALPHABETIC) ||
-         u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL) ||
+  return u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL) ||
          (U_GET_GC_MASK(u) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0;
 }
 
@@ -273,9 +266,7 @@ void AppendLowercase(char32_t c, std::u32string* out) {
     out->push_back(0x307);
   } else {
     const char32_t newer = NewerLowercase(c);
-    out->push_back(
-        newer != c ? newer
-                   : static_cast<char32_t>(u_tolower(static_cast<UChar32>(c))));
+    out->push_back(newer != c ? newer : static_cast<char32_t>(u_tolower(static_cast<UChar32>(c))));
   }
 }
 
@@ -287,28 +278,24 @@ void AppendNfd(std::u32string_view text, std::u32string* out) {
     return;
   }
   for (size_t start = 0; start < text.size();) {
-    const size_t stop =
-        std::min(text.find(kUndecomposedByHf, start), text.size());
+    const size_t stop = std::min(text.find(kUndecomposedByHf, start), text.size());
     AppendIcuNfd(text.substr(start, stop - start), out);
     if (stop < text.size()) out->push_back(kUndecomposedByHf);
     start = stop + 1;
   }
 }
 
-std::string BertNormalize(std::string_view text,
-                          const BertNormalizerOptions& norm) {
+std::string BertNormalize(std::string_view text, const BertNormalizerOptions& norm) {
   std::string out;
   out.reserve(text.size() + 8);
-  const bool ascii = std::all_of(text.begin(), text.end(), [](char b) {
-    return static_cast<uint8_t>(b) < 0x80;
-  });
+  const bool ascii =
+      std::all_of(text.begin(), text.end(), [](char b) { return static_cast<uint8_t>(b) < 0x80; });
   if (ascii) {  // No CJK, no accents, one-to-one case mapping.
     for (const char b : text) {
       const char32_t c = static_cast<uint8_t>(b);
       if (norm.clean_text && IsBertRemovedControl(c)) continue;
       char kept = norm.clean_text && IsBertWhitespace(c) ? ' ' : b;
-      if (norm.lowercase && kept >= 'A' && kept <= 'Z')
-        kept = static_cast<char>(kept + 32);
+      if (norm.lowercase && kept >= 'A' && kept <= 'Z') kept = static_cast<char>(kept + 32);
       out.push_back(kept);
     }
     return out;

@@ -81,8 +81,7 @@ struct BertNormalizerOptions {
 };
 
 // `text` (UTF-8; malformed bytes read as U+FFFD) through BertNormalizer.
-std::string BertNormalize(std::string_view text,
-                          const BertNormalizerOptions& options);
+std::string BertNormalize(std::string_view text, const BertNormalizerOptions& options);
 
 }  // namespace docsparse
 

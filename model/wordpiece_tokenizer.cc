@@ -21,15 +21,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-bool IsContinuationByte(char b) {
-  return (static_cast<uint8_t>(b) & 0xC0) == 0x80;
-}
+bool IsContinuationByte(char b) { return (static_cast<uint8_t>(b) & 0xC0) == 0x80; }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open (", std::strerror(errno), ")"));
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open (", std::strerror(errno), ")"));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -42,12 +39,10 @@ absl::StatusOr<Json> ReadJsonObject(const std::string& path) {
   try {
     root = Json::parse(text);
   } catch (const Json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }
   if (!root.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": top level is not a JSON object"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": top level is not a JSON object"));
   }
   return root;
 }
@@ -59,15 +54,13 @@ class FieldReader {
   explicit FieldReader(const std::string& file) : file_(file) {}
 
   absl::Status Error(const std::string& field, const std::string& what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_, ": ", field, " ", what));
+    return absl::InvalidArgumentError(absl::StrCat(file_, ": ", field, " ", what));
   }
 
   // Reads obj[key] into *out; leaves *out alone when the key is absent or
   // null. Integers must fit an int32 id and not be negative.
   template <typename T>
-  absl::Status Read(const Json& obj, const std::string& field, const char* key,
-                    T* out) const {
+  absl::Status Read(const Json& obj, const std::string& field, const char* key, T* out) const {
     const Json* value = Find(obj, key);
     if (value == nullptr) return absl::OkStatus();
     const char* error = TypeError(*value, out);
@@ -78,8 +71,7 @@ class FieldReader {
 
   // The component `name` (normalizer, decoder, ...) when its "type" is
   // `expected`; nullptr when it is absent or null (and `optional`).
-  absl::StatusOr<const Json*> Component(const Json& root, const char* name,
-                                        const char* expected,
+  absl::StatusOr<const Json*> Component(const Json& root, const char* name, const char* expected,
                                         bool optional) const {
     const Json* value = Find(root, name);
     std::string type;
@@ -90,9 +82,8 @@ class FieldReader {
     }
     if (value == nullptr && optional) return nullptr;
     return Error(absl::StrCat(name, ".type"),
-                 absl::StrCat(type.empty() ? "is missing" : "is '" + type + "'",
-                              ", expected '", expected, "'",
-                              optional ? " or null" : ""));
+                 absl::StrCat(type.empty() ? "is missing" : "is '" + type + "'", ", expected '",
+                              expected, "'", optional ? " or null" : ""));
   }
 
   static const Json* Find(const Json& obj, const char* key) {
@@ -121,8 +112,8 @@ class FieldReader {
 
 // A special token in tokenizer_config.json: a string, or an AddedToken
 // object ({"content": ...}) as older transformers wrote them.
-absl::Status ReadTokenString(const FieldReader& reader, const Json& config,
-                             const char* key, std::string* out) {
+absl::Status ReadTokenString(const FieldReader& reader, const Json& config, const char* key,
+                             std::string* out) {
   const Json* value = FieldReader::Find(config, key);
   if (value != nullptr && value->is_object()) {
     return reader.Read(*value, key, "content", out);
@@ -132,8 +123,7 @@ absl::Status ReadTokenString(const FieldReader& reader, const Json& config,
 
 // Rust's str::replace, applied in place.
 void ReplaceAll(std::string* text, std::string_view from, std::string_view to) {
-  for (size_t pos = text->find(from); pos != std::string::npos;
-       pos = text->find(from, pos)) {
+  for (size_t pos = text->find(from); pos != std::string::npos; pos = text->find(from, pos)) {
     text->replace(pos, from.size(), to);
     pos += to.size();
   }
@@ -164,14 +154,13 @@ bool StartsWithWordChar(std::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WordPieceTokenizer>>
-WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromTokenizerJson(
+    const std::string& path) {
   ASSIGN_OR_RETURN(const Json root, ReadJsonObject(path));
   const FieldReader reader(path);
   std::unique_ptr<WordPieceTokenizer> tok(new WordPieceTokenizer());
 
-  ASSIGN_OR_RETURN(const Json* model_json,
-                   reader.Component(root, "model", "WordPiece", false));
+  ASSIGN_OR_RETURN(const Json* model_json, reader.Component(root, "model", "WordPiece", false));
   const Json& model = *model_json;
   const Json* vocab = FieldReader::Find(model, "vocab");
   if (vocab == nullptr || !vocab->is_object()) {
@@ -186,49 +175,39 @@ WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
     tok->vocab_.emplace_back(token, static_cast<int32_t>(id.get<int64_t>()));
   }
   RETURN_IF_ERROR(reader.Read(model, "model", "unk_token", &tok->unk_token_));
-  RETURN_IF_ERROR(reader.Read(model, "model", "continuing_subword_prefix",
-                              &tok->continuing_prefix_));
   RETURN_IF_ERROR(
-      reader.Read(model, "model", "max_input_chars_per_word", &max_chars));
+      reader.Read(model, "model", "continuing_subword_prefix", &tok->continuing_prefix_));
+  RETURN_IF_ERROR(reader.Read(model, "model", "max_input_chars_per_word", &max_chars));
   tok->max_input_chars_per_word_ = static_cast<size_t>(max_chars);
 
-  ASSIGN_OR_RETURN(
-      const Json* normalizer,
-      reader.Component(root, "normalizer", "BertNormalizer", true));
+  ASSIGN_OR_RETURN(const Json* normalizer,
+                   reader.Component(root, "normalizer", "BertNormalizer", true));
   if (normalizer == nullptr) {
     tok->normalizer_.reset();
   } else {
     BertNormalizerOptions& norm = *tok->normalizer_;
     const Json& n = *normalizer;
+    RETURN_IF_ERROR(reader.Read(n, "normalizer", "clean_text", &norm.clean_text));
     RETURN_IF_ERROR(
-        reader.Read(n, "normalizer", "clean_text", &norm.clean_text));
-    RETURN_IF_ERROR(reader.Read(n, "normalizer", "handle_chinese_chars",
-                                &norm.handle_chinese_chars));
+        reader.Read(n, "normalizer", "handle_chinese_chars", &norm.handle_chinese_chars));
     RETURN_IF_ERROR(reader.Read(n, "normalizer", "lowercase", &norm.lowercase));
     // HF: strip_accents.unwrap_or(lowercase).
     norm.strip_accents = norm.lowercase;
-    RETURN_IF_ERROR(
-        reader.Read(n, "normalizer", "strip_accents", &norm.strip_accents));
+    RETURN_IF_ERROR(reader.Read(n, "normalizer", "strip_accents", &norm.strip_accents));
   }
-  ASSIGN_OR_RETURN(
-      const Json* pre_tokenizer,
-      reader.Component(root, "pre_tokenizer", "BertPreTokenizer", true));
+  ASSIGN_OR_RETURN(const Json* pre_tokenizer,
+                   reader.Component(root, "pre_tokenizer", "BertPreTokenizer", true));
   tok->pre_tokenize_ = pre_tokenizer != nullptr;
-  ASSIGN_OR_RETURN(const Json* decoder,
-                   reader.Component(root, "decoder", "WordPiece", true));
+  ASSIGN_OR_RETURN(const Json* decoder, reader.Component(root, "decoder", "WordPiece", true));
   tok->decoder_enabled_ = decoder != nullptr;
   if (decoder != nullptr) {
-    RETURN_IF_ERROR(
-        reader.Read(*decoder, "decoder", "prefix", &tok->decoder_prefix_));
-    RETURN_IF_ERROR(
-        reader.Read(*decoder, "decoder", "cleanup", &tok->decoder_cleanup_));
+    RETURN_IF_ERROR(reader.Read(*decoder, "decoder", "prefix", &tok->decoder_prefix_));
+    RETURN_IF_ERROR(reader.Read(*decoder, "decoder", "cleanup", &tok->decoder_cleanup_));
   }
 
   std::vector<AddedToken> added;
-  if (const Json* list = FieldReader::Find(root, "added_tokens");
-      list != nullptr) {
-    if (!list->is_array())
-      return reader.Error("added_tokens", "is not an array");
+  if (const Json* list = FieldReader::Find(root, "added_tokens"); list != nullptr) {
+    if (!list->is_array()) return reader.Error("added_tokens", "is not an array");
     for (size_t i = 0; i < list->size(); ++i) {
       const Json& entry = (*list)[i];
       const std::string field = absl::StrCat("added_tokens[", i, "]");
@@ -240,14 +219,11 @@ WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
       if (id < 0) return reader.Error(field, "has no id");
       token.id = static_cast<int32_t>(id);
       RETURN_IF_ERROR(reader.Read(entry, field, "special", &token.special));
-      token.normalized =
-          !token.special;  // HF's default when the field is absent.
-      RETURN_IF_ERROR(
-          reader.Read(entry, field, "normalized", &token.normalized));
+      token.normalized = !token.special;  // HF's default when the field is absent.
+      RETURN_IF_ERROR(reader.Read(entry, field, "normalized", &token.normalized));
       RETURN_IF_ERROR(reader.Read(entry, field, "lstrip", &token.lstrip));
       RETURN_IF_ERROR(reader.Read(entry, field, "rstrip", &token.rstrip));
-      RETURN_IF_ERROR(
-          reader.Read(entry, field, "single_word", &token.single_word));
+      RETURN_IF_ERROR(reader.Read(entry, field, "single_word", &token.single_word));
       added.push_back(std::move(token));
     }
   }
@@ -256,8 +232,7 @@ WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
   // [CLS]/[SEP] are what the post-processor frames a single sequence with.
   std::string cls = "[CLS]", sep = "[SEP]";
   const Json* post = FieldReader::Find(root, "post_processor");
-  const std::string post_type =
-      post != nullptr && post->is_object() ? post->value("type", "") : "";
+  const std::string post_type = post != nullptr && post->is_object() ? post->value("type", "") : "";
   if (post_type == "TemplateProcessing") {
     // "single": [{"SpecialToken": {"id": "[CLS]", ...}}, {"Sequence": ...}]
     const auto special_name = [](const Json& piece, std::string* name) {
@@ -281,8 +256,7 @@ WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
   tok->special_.cls = tok->TokenToId(cls);
   tok->special_.sep = tok->TokenToId(sep);
   tok->special_.pad = tok->TokenToId("[PAD]");
-  if (const Json* padding = FieldReader::Find(root, "padding");
-      padding != nullptr) {
+  if (const Json* padding = FieldReader::Find(root, "padding"); padding != nullptr) {
     std::string pad_token;
     RETURN_IF_ERROR(reader.Read(*padding, "padding", "pad_token", &pad_token));
     if (!pad_token.empty()) tok->special_.pad = tok->TokenToId(pad_token);
@@ -291,8 +265,7 @@ WordPieceTokenizer::FromTokenizerJson(const std::string& path) {
   return tok;
 }
 
-absl::StatusOr<WordPieceOptions> WordPieceTokenizer::ReadTokenizerConfig(
-    const std::string& path) {
+absl::StatusOr<WordPieceOptions> WordPieceTokenizer::ReadTokenizerConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const Json config, ReadJsonObject(path));
   const FieldReader reader(path);
   WordPieceOptions options;
@@ -302,8 +275,8 @@ absl::StatusOr<WordPieceOptions> WordPieceTokenizer::ReadTokenizerConfig(
     RETURN_IF_ERROR(reader.Read(config, "", "strip_accents", &strip));
     options.strip_accents = strip;
   }
-  RETURN_IF_ERROR(reader.Read(config, "", "tokenize_chinese_chars",
-                              &options.tokenize_chinese_chars));
+  RETURN_IF_ERROR(
+      reader.Read(config, "", "tokenize_chinese_chars", &options.tokenize_chinese_chars));
   for (auto [key, token] : {std::pair{"unk_token", &options.unk_token},
                             {"sep_token", &options.sep_token},
                             {"pad_token", &options.pad_token},
@@ -314,9 +287,8 @@ absl::StatusOr<WordPieceOptions> WordPieceTokenizer::ReadTokenizerConfig(
   return options;
 }
 
-absl::StatusOr<std::unique_ptr<WordPieceTokenizer>>
-WordPieceTokenizer::FromVocabTxt(const std::string& path,
-                                 const WordPieceOptions& options) {
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromVocabTxt(
+    const std::string& path, const WordPieceOptions& options) {
   ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   std::unique_ptr<WordPieceTokenizer> tok(new WordPieceTokenizer());
   // Python's universal newlines, as transformers reads the file: a line ends
@@ -327,25 +299,21 @@ WordPieceTokenizer::FromVocabTxt(const std::string& path,
     const size_t end = text.find_first_of("\r\n", start);
     const size_t stop = end == std::string::npos ? text.size() : end;
     tok->vocab_.emplace_back(text.substr(start, stop - start), id++);
-    start = stop +
-            (stop < text.size() && text.compare(stop, 2, "\r\n") == 0 ? 2 : 1);
+    start = stop + (stop < text.size() && text.compare(stop, 2, "\r\n") == 0 ? 2 : 1);
   }
-  if (tok->vocab_.empty())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": empty"));
+  if (tok->vocab_.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty"));
   tok->unk_token_ = options.unk_token;
   tok->max_input_chars_per_word_ = options.max_input_chars_per_word;
   tok->normalizer_->handle_chinese_chars = options.tokenize_chinese_chars;
   tok->normalizer_->lowercase = options.lowercase;
-  tok->normalizer_->strip_accents =
-      options.strip_accents.value_or(options.lowercase);
+  tok->normalizer_->strip_accents = options.strip_accents.value_or(options.lowercase);
 
   // BertTokenizer registers its special tokens as added tokens matched in
   // the raw text (in transformers' SPECIAL_TOKENS_ATTRIBUTES order, which
   // decides the ids of any missing from the vocabulary).
   std::vector<AddedToken> added;
-  for (const std::string* content :
-       {&options.unk_token, &options.sep_token, &options.pad_token,
-        &options.cls_token, &options.mask_token}) {
+  for (const std::string* content : {&options.unk_token, &options.sep_token, &options.pad_token,
+                                     &options.cls_token, &options.mask_token}) {
     AddedToken token;
     token.content = *content;
     token.special = true;
@@ -359,8 +327,8 @@ WordPieceTokenizer::FromVocabTxt(const std::string& path,
   return tok;
 }
 
-absl::StatusOr<std::unique_ptr<WordPieceTokenizer>>
-WordPieceTokenizer::FromModelDir(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromModelDir(
+    const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::path root(dir);
@@ -368,35 +336,30 @@ WordPieceTokenizer::FromModelDir(const std::string& dir) {
     return FromTokenizerJson((root / "tokenizer.json").string());
   }
   if (!fs::exists(root / "vocab.txt", error)) {
-    return absl::NotFoundError(
-        absl::StrCat(dir, ": no tokenizer.json or vocab.txt"));
+    return absl::NotFoundError(absl::StrCat(dir, ": no tokenizer.json or vocab.txt"));
   }
   WordPieceOptions options;
   if (fs::exists(root / "tokenizer_config.json", error)) {
-    ASSIGN_OR_RETURN(options, ReadTokenizerConfig(
-                                  (root / "tokenizer_config.json").string()));
+    ASSIGN_OR_RETURN(options, ReadTokenizerConfig((root / "tokenizer_config.json").string()));
   }
   return FromVocabTxt((root / "vocab.txt").string(), options);
 }
 
-absl::Status WordPieceTokenizer::Finish(const std::string& source,
-                                        std::vector<AddedToken> added) {
+absl::Status WordPieceTokenizer::Finish(const std::string& source, std::vector<AddedToken> added) {
   int32_t size = 0;
   for (const auto& [token, id] : vocab_) {
     word_start_ids_[token] = id;
     max_token_bytes_ = std::max(max_token_bytes_, token.size());
     if (token.size() > continuing_prefix_.size() &&
         token.compare(0, continuing_prefix_.size(), continuing_prefix_) == 0) {
-      continuation_ids_[std::string_view(token).substr(
-          continuing_prefix_.size())] = id;
+      continuation_ids_[std::string_view(token).substr(continuing_prefix_.size())] = id;
     }
     size = std::max(size, id + 1);
   }
   const auto unk = word_start_ids_.find(unk_token_);
   if (unk == word_start_ids_.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ": the unknown token '", unk_token_,
-                     "' is not in the vocabulary"));
+        absl::StrCat(source, ": the unknown token '", unk_token_, "' is not in the vocabulary"));
   }
   unk_id_ = special_.unk = unk->second;
 
@@ -409,8 +372,7 @@ absl::Status WordPieceTokenizer::Finish(const std::string& source,
   std::unordered_set<std::string> special;
   for (AddedToken& token : added) {
     if (token.content.empty()) continue;
-    if (const auto it = added_ids_.find(token.content);
-        it != added_ids_.end()) {
+    if (const auto it = added_ids_.find(token.content); it != added_ids_.end()) {
       token.id = it->second;
     } else if (const auto vocab_it = word_start_ids_.find(token.content);
                vocab_it != word_start_ids_.end()) {
@@ -444,30 +406,26 @@ absl::Status WordPieceTokenizer::Finish(const std::string& source,
   // HF skips what decodes to a special token's content, whichever id it has.
   skip_in_decode_.assign(decode_token_.size(), false);
   for (size_t id = 0; id < decode_token_.size(); ++id) {
-    skip_in_decode_[id] = decode_token_[id].has_value() &&
-                          special.count(std::string(*decode_token_[id])) > 0;
+    skip_in_decode_[id] =
+        decode_token_[id].has_value() && special.count(std::string(*decode_token_[id])) > 0;
   }
   return absl::OkStatus();
 }
 
-std::optional<std::string_view> WordPieceTokenizer::IdToToken(
-    int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size())
-    return std::nullopt;
+std::optional<std::string_view> WordPieceTokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return std::nullopt;
   return id_to_token_[id];
 }
 
 int32_t WordPieceTokenizer::TokenToId(std::string_view token) const {
-  if (const auto it = added_ids_.find(std::string(token));
-      it != added_ids_.end()) {
+  if (const auto it = added_ids_.find(std::string(token)); it != added_ids_.end()) {
     return it->second;
   }
   const auto it = word_start_ids_.find(token);
   return it == word_start_ids_.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> WordPieceTokenizer::Encode(
-    std::string_view utf8_text) const {
+std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view utf8_text) const {
   std::vector<int32_t> ids;
   ids.reserve(utf8_text.size() / 4 + 1);
   for (const Segment& segment : SplitOnAddedTokens(utf8_text, raw_added_)) {
@@ -508,9 +466,8 @@ std::vector<WordPieceTokenizer::Segment> WordPieceTokenizer::SplitOnAddedTokens(
     size_t start = pos;
     size_t stop = pos + token.text.size();
     pos = stop;  // The automaton resumes here even if the match is discarded.
-    if (token.single_word &&
-        ((start > 0 && EndsWithWordChar(text.substr(0, start))) ||
-         (stop < text.size() && StartsWithWordChar(text.substr(stop))))) {
+    if (token.single_word && ((start > 0 && EndsWithWordChar(text.substr(0, start))) ||
+                              (stop < text.size() && StartsWithWordChar(text.substr(stop))))) {
       continue;
     }
     if (token.lstrip) {
@@ -529,19 +486,16 @@ std::vector<WordPieceTokenizer::Segment> WordPieceTokenizer::SplitOnAddedTokens(
       if (!IsBertWhitespace(DecodeUtf8At(text, &next))) break;
       stop = next;
     }
-    if (start_offset < start)
-      segments.push_back({text.substr(start_offset, start - start_offset)});
+    if (start_offset < start) segments.push_back({text.substr(start_offset, start - start_offset)});
     segments.push_back({text.substr(start, stop - start), token.id});
     start_offset = stop;
   }
-  if (start_offset < text.size())
-    segments.push_back({text.substr(start_offset)});
+  if (start_offset < text.size()) segments.push_back({text.substr(start_offset)});
   return segments;
 }
 
 std::string WordPieceTokenizer::Normalize(std::string_view text) const {
-  return normalizer_.has_value() ? BertNormalize(text, *normalizer_)
-                                 : std::string(text);
+  return normalizer_.has_value() ? BertNormalize(text, *normalizer_) : std::string(text);
 }
 
 void WordPieceTokenizer::EncodeNormalized(std::string_view normalized,
@@ -550,8 +504,7 @@ void WordPieceTokenizer::EncodeNormalized(std::string_view normalized,
     PreTokenizeAndEncode(normalized, ids);
     return;
   }
-  for (const Segment& segment :
-       SplitOnAddedTokens(normalized, normalized_added_)) {
+  for (const Segment& segment : SplitOnAddedTokens(normalized, normalized_added_)) {
     if (segment.added_id >= 0) {
       ids->push_back(segment.added_id);
     } else {
@@ -581,8 +534,7 @@ void WordPieceTokenizer::PreTokenizeAndEncode(std::string_view text,
   if (text.size() > word_start) EncodeWord(text.substr(word_start), ids);
 }
 
-void WordPieceTokenizer::EncodeWord(std::string_view word,
-                                    std::vector<int32_t>* ids) const {
+void WordPieceTokenizer::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
   size_t chars = 0;
   for (const char b : word) chars += IsContinuationByte(b) ? 0 : 1;
   if (chars > max_input_chars_per_word_) {
@@ -595,8 +547,7 @@ void WordPieceTokenizer::EncodeWord(std::string_view word,
     // Longer substrings than the longest token cannot match: start there,
     // on a character boundary, instead of at the end of the word.
     size_t end = std::min(word.size(), start + max_token_bytes_);
-    while (end > start && end < word.size() && IsContinuationByte(word[end]))
-      --end;
+    while (end > start && end < word.size() && IsContinuationByte(word[end])) --end;
     int32_t id = -1;
     while (end > start) {
       const auto it = pieces.find(word.substr(start, end - start));

@@ -64,21 +64,17 @@ class WordPieceTokenizer final : public Tokenizer {
   // Options from a transformers tokenizer_config.json (do_lower_case,
   // strip_accents, tokenize_chinese_chars, the *_token strings); absent
   // fields keep their defaults.
-  static absl::StatusOr<WordPieceOptions> ReadTokenizerConfig(
-      const std::string& path);
+  static absl::StatusOr<WordPieceOptions> ReadTokenizerConfig(const std::string& path);
 
   // A model folder: tokenizer.json when present, else vocab.txt with
   // tokenizer_config.json (when present).
-  static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> FromModelDir(
-      const std::string& dir);
+  static absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> FromModelDir(const std::string& dir);
 
   std::vector<int32_t> Encode(std::string_view utf8_text) const override;
   std::string Decode(const std::vector<int32_t>& ids) const override;
   const SpecialTokenIds& special_tokens() const override { return special_; }
   // One past the largest id of the vocabulary and the added tokens.
-  int32_t vocab_size() const override {
-    return static_cast<int32_t>(id_to_token_.size());
-  }
+  int32_t vocab_size() const override { return static_cast<int32_t>(id_to_token_.size()); }
 
   // The token string of `id`, or nullopt when no token has that id.
   std::optional<std::string_view> IdToToken(int32_t id) const;
@@ -123,13 +119,10 @@ class WordPieceTokenizer final : public Tokenizer {
   // the model can encode anything (its unknown token is in the vocabulary).
   absl::Status Finish(const std::string& source, std::vector<AddedToken> added);
 
-  std::vector<Segment> SplitOnAddedTokens(std::string_view text,
-                                          const AddedTokenSet& set) const;
+  std::vector<Segment> SplitOnAddedTokens(std::string_view text, const AddedTokenSet& set) const;
   std::string Normalize(std::string_view text) const;
-  void EncodeNormalized(std::string_view normalized,
-                        std::vector<int32_t>* ids) const;
-  void PreTokenizeAndEncode(std::string_view normalized,
-                            std::vector<int32_t>* ids) const;
+  void EncodeNormalized(std::string_view normalized, std::vector<int32_t>* ids) const;
+  void PreTokenizeAndEncode(std::string_view normalized, std::vector<int32_t>* ids) const;
   void EncodeWord(std::string_view word, std::vector<int32_t>* ids) const;
 
   std::optional<BertNormalizerOptions> normalizer_ = BertNormalizerOptions();

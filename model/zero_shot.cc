@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-
 namespace docsparse {
 
 std::string LabelPrompt(const std::string& label, const ZeroShotConfig& config) {
@@ -14,8 +13,7 @@ std::string LabelPrompt(const std::string& label, const ZeroShotConfig& config) 
   return config.LabelText(ZeroShotLabel{label, ""});
 }
 
-std::vector<LabelProbability> ScoreLabels(const at::Tensor& document,
-                                          const at::Tensor& labels,
+std::vector<LabelProbability> ScoreLabels(const at::Tensor& document, const at::Tensor& labels,
                                           const std::vector<std::string>& names,
                                           float temperature) {
   c10::InferenceMode inference_mode;

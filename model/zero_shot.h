@@ -25,10 +25,8 @@ std::string LabelPrompt(const std::string& label, const ZeroShotConfig& config);
 
 // document: [h] unit norm; labels: [n, h] unit norm rows, names[i] for row i.
 // Returns the labels sorted by probability, best first.
-std::vector<LabelProbability> ScoreLabels(const at::Tensor& document,
-                                          const at::Tensor& labels,
-                                          const std::vector<std::string>& names,
-                                          float temperature);
+std::vector<LabelProbability> ScoreLabels(const at::Tensor& document, const at::Tensor& labels,
+                                          const std::vector<std::string>& names, float temperature);
 
 }  // namespace docsparse
 

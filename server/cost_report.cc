@@ -18,6 +18,7 @@ void FillCostReport(const CostAccount& account, AttentionKind kind, v1::CostRepo
   const EncoderShape& shape = account.shape();
   report->set_input_tokens(account.input_tokens());
   report->set_padded_tokens(account.padded_tokens());
+  report->set_windows(static_cast<int32_t>(account.sequences()));
   report->set_attention(ToProto(kind));
   report->set_mean_density(account.MeanDensity());
   report->clear_layers();

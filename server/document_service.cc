@@ -40,8 +40,8 @@ grpc::Status DocumentService::Admit(grpc::CallbackServerContext* context) const 
 
 template <typename Work>
 grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext* context,
-                                                    const std::string& model,
-                                                    const char* task, Work work) {
+                                                    const std::string& model, const char* task,
+                                                    Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::string label = ModelLabel(model);
   const auto finish = [this, reactor, label, task](const grpc::Status& status) {
@@ -66,25 +66,28 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* DocumentService::Embed(grpc::CallbackServerContext* context,
                                                  const v1::EmbedRequest* request,
                                                  v1::EmbedResponse* response) {
-  return RunUnary(context, request->model(), "embed", [this, request, response](const RequestClock& clock) {
-    return tasks_.Embed(*request, clock, response);
-  });
+  return RunUnary(context, request->model(), "embed",
+                  [this, request, response](const RequestClock& clock) {
+                    return tasks_.Embed(*request, clock, response);
+                  });
 }
 
 grpc::ServerUnaryReactor* DocumentService::Classify(grpc::CallbackServerContext* context,
                                                     const v1::ClassifyRequest* request,
                                                     v1::ClassifyResponse* response) {
-  return RunUnary(context, request->model(), "classify", [this, request, response](const RequestClock& clock) {
-    return tasks_.Classify(*request, clock, response);
-  });
+  return RunUnary(context, request->model(), "classify",
+                  [this, request, response](const RequestClock& clock) {
+                    return tasks_.Classify(*request, clock, response);
+                  });
 }
 
 grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext* context,
                                                      const v1::SummarizeRequest* request,
                                                      v1::SummarizeResponse* response) {
-  return RunUnary(context, request->model(), "summarize", [this, request, response](const RequestClock& clock) {
-    return tasks_.Summarize(*request, clock, response);
-  });
+  return RunUnary(context, request->model(), "summarize",
+                  [this, request, response](const RequestClock& clock) {
+                    return tasks_.Summarize(*request, clock, response);
+                  });
 }
 
 grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContext* context,
@@ -98,12 +101,13 @@ grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContex
 
 // Extractive models have the whole summary at once: the stream carries it
 // as one final chunk with the cost report.
-class DocumentService::SummaryStream final
-    : public grpc::ServerWriteReactor<v1::SummarizeChunk> {
+class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1::SummarizeChunk> {
  public:
   SummaryStream(DocumentService& service, grpc::CallbackServerContext* context,
                 const v1::SummarizeRequest* request)
-      : service_(service), context_(context), request_(request),
+      : service_(service),
+        context_(context),
+        request_(request),
         label_(service.ModelLabel(request->model())) {
     if (!service_.ready()) {
       Fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is not ready"));

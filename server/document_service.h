@@ -18,8 +18,8 @@ namespace docsparse {
 class DocumentService final : public v1::DocumentService::CallbackService {
  public:
   // Borrows everything; all must outlive the gRPC server.
-  DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks,
-                  InferencePool& pool, Metrics& metrics)
+  DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks, InferencePool& pool,
+                  Metrics& metrics)
       : registry_(registry), tasks_(tasks), pool_(pool), metrics_(metrics) {}
 
   // Until set, every RPC but ListModels answers UNAVAILABLE.
@@ -46,8 +46,8 @@ class DocumentService final : public v1::DocumentService::CallbackService {
 
   // Runs `work(clock)` on the pool and finishes `reactor` with its status.
   template <typename Work>
-  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context,
-                                     const std::string& model, const char* task, Work work);
+  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context, const std::string& model,
+                                     const char* task, Work work);
   // Status for a request about to run: OK, or why it should not.
   grpc::Status Admit(grpc::CallbackServerContext* context) const;
   // The model label for metrics: the resolved name, or "unknown".

@@ -81,9 +81,8 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
     return absl::InvalidArgumentError(absl::StrCat(field, ": no tokens in the document"));
   }
   if (static_cast<int64_t>(input.ids.size()) > token_limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, ": ", input.ids.size(),
-                                                     " tokens exceeds the limit of ",
-                                                     token_limit, " tokens"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", input.ids.size(), " tokens exceeds the limit of ", token_limit, " tokens"));
   }
   input.text = text;
   return input;
@@ -93,10 +92,9 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget) {
   if (budget.attention() != v1::ATTENTION_KIND_UNSPECIFIED &&
       budget.attention() != v1::ATTENTION_KIND_DENSE) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("budget.attention: model '", model.name, "' has no parameters for ",
-                     v1::AttentionKind_Name(budget.attention()),
-                     " (available: ATTENTION_KIND_DENSE)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget.attention: model '", model.name, "' has no parameters for ",
+        v1::AttentionKind_Name(budget.attention()), " (available: ATTENTION_KIND_DENSE)"));
   }
   switch (budget.cap_case()) {
     case v1::SparsityBudget::kMaxDensity:
@@ -104,9 +102,9 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
         return absl::InvalidArgumentError("budget.max_density: must be in (0, 1]");
       }
       if (budget.strict() && budget.max_density() < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "budget.max_density: ", budget.max_density(), " is below the minimum 1 for model '",
-            model.name, "' (dense attention)"));
+        return absl::InvalidArgumentError(absl::StrCat("budget.max_density: ", budget.max_density(),
+                                                       " is below the minimum 1 for model '",
+                                                       model.name, "' (dense attention)"));
       }
       break;
     case v1::SparsityBudget::kMaxAttentionGflops:
@@ -115,9 +113,9 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
       }
       break;
     case v1::SparsityBudget::kEdgeRegularization:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "budget.edge_regularization: applies to SBM attention; model '", model.name,
-          "' runs dense attention"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("budget.edge_regularization: applies to SBM attention; model '", model.name,
+                       "' runs dense attention"));
     case v1::SparsityBudget::CAP_NOT_SET:
       break;
   }
@@ -138,9 +136,8 @@ absl::Status CheckPlannedGflops(const ServedModel& model, const v1::SparsityBudg
   }
   if (flops / 1e9 > budget.max_attention_gflops()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "budget.max_attention_gflops: ", budget.max_attention_gflops(),
-        " is below the minimum ", flops / 1e9, " GFLOP for this document on model '",
-        model.name, "' (dense attention)"));
+        "budget.max_attention_gflops: ", budget.max_attention_gflops(), " is below the minimum ",
+        flops / 1e9, " GFLOP for this document on model '", model.name, "' (dense attention)"));
   }
   return absl::OkStatus();
 }
@@ -170,11 +167,10 @@ OverflowPolicy ResolveOverflow(const v1::RequestOptions& options, const ServedMo
 }
 
 // Everything after the forward passes: cost, budget, timings.
-void FinishCost(const ServedModel& model, const v1::SparsityBudget& budget,
-                const CostAccount& cost, const RequestClock& clock, double tokenize_ms,
-                int windows, bool truncated, v1::CostReport* report) {
+void FinishCost(const ServedModel& model, const v1::SparsityBudget& budget, const CostAccount& cost,
+                const RequestClock& clock, double tokenize_ms, bool truncated,
+                v1::CostReport* report) {
   FillCostReport(cost, model.encoder->attention().kind(), report);
-  report->set_windows(windows);
   report->set_truncated(truncated);
   *report->mutable_budget() = budget;
   report->set_budget_met(BudgetMet(budget, cost));
@@ -193,6 +189,17 @@ PoolingMode ResolvePooling(v1::Pooling pooling, const ServedModel& model) {
   return model.serving.pooling;
 }
 
+// The model and whether it serves `task` (docsparse.json "tasks").
+absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
+                                                const std::string& name, Task task) {
+  ASSIGN_OR_RETURN(const ServedModel* model, registry.Find(name));
+  if (!model->serving.HasTask(task)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: '", model->name, "' does not serve ", std::string(TaskName(task))));
+  }
+  return model;
+}
+
 bool HasGenerationParams(const v1::GenerationParams& params) {
   return params.has_num_beams() || params.has_max_length() || params.has_min_length() ||
          params.has_length_penalty() || params.has_early_stopping() ||
@@ -201,20 +208,10 @@ bool HasGenerationParams(const v1::GenerationParams& params) {
 
 }  // namespace
 
-absl::Status DocumentTasks::Precheck(const std::string& model_name,
-                                     const v1::Document& document,
-                                     const v1::SparsityBudget& budget) const {
-  ASSIGN_OR_RETURN(const ServedModel* model, registry_.Find(model_name));
-  if (document.content_case() == v1::Document::CONTENT_NOT_SET) {
-    return absl::InvalidArgumentError(
-        "document: empty (set document.text, document.utf8_bytes or document.token_ids)");
-  }
-  return CheckBudget(*model, budget);
-}
-
 absl::Status DocumentTasks::Embed(const v1::EmbedRequest& request, const RequestClock& clock,
                                   v1::EmbedResponse* response) const {
-  ASSIGN_OR_RETURN(const ServedModel* model, registry_.Find(request.model()));
+  ASSIGN_OR_RETURN(const ServedModel* model,
+                   FindModelFor(registry_, request.model(), Task::kEmbed));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
   ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
   const OverflowPolicy overflow = ResolveOverflow(request.options(), *model);
@@ -224,22 +221,21 @@ absl::Status DocumentTasks::Embed(const v1::EmbedRequest& request, const Request
   CostAccount cost(model->encoder->shape());
   const bool normalize = request.has_normalize() ? request.normalize() : model->serving.normalize;
   ASSIGN_OR_RETURN(DocumentEmbedding embedding,
-                   model->text->EmbedDocument(input.ids, overflow,
-                                              ResolvePooling(request.pooling(), *model),
+                   model->text->EmbedDocument(windows, ResolvePooling(request.pooling(), *model),
                                               normalize, &cost));
   response->set_model(model->name);
   const at::Tensor vector = embedding.embedding.contiguous();
   response->mutable_embedding()->Add(vector.data_ptr<float>(),
                                      vector.data_ptr<float>() + vector.numel());
-  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, embedding.windows,
-             embedding.truncated, response->mutable_cost());
+  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, embedding.truncated,
+             response->mutable_cost());
   return absl::OkStatus();
 }
 
-absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request,
-                                     const RequestClock& clock,
+absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request, const RequestClock& clock,
                                      v1::ClassifyResponse* response) const {
-  ASSIGN_OR_RETURN(const ServedModel* model, registry_.Find(request.model()));
+  ASSIGN_OR_RETURN(const ServedModel* model,
+                   FindModelFor(registry_, request.model(), Task::kClassify));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
   const ZeroShotConfig& zero_shot = model->serving.zero_shot;
   std::vector<std::string> labels(request.labels().begin(), request.labels().end());
@@ -247,14 +243,13 @@ absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request,
     for (const ZeroShotLabel& label : zero_shot.labels) labels.push_back(label.name);
   }
   if (labels.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "labels: empty, and model '", model->name, "' has no default labels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("labels: empty, and model '", model->name, "' has no default labels"));
   }
   std::set<std::string> seen;
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i].empty() || labels[i].size() > 1024) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("labels[", i, "]: must be 1 to 1024 bytes"));
+      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: must be 1 to 1024 bytes"));
     }
     if (!ValidateUtf8(labels[i]).ok()) {
       return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: invalid UTF-8"));
@@ -276,7 +271,7 @@ absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request,
   CostAccount cost(model->encoder->shape());
   // Label prompts are embedded like sentences: mean pooling, unit norm.
   ASSIGN_OR_RETURN(DocumentEmbedding document,
-                   model->text->EmbedDocument(input.ids, overflow, PoolingMode::kMean,
+                   model->text->EmbedDocument(windows, PoolingMode::kMean,
                                               /*normalize=*/true, &cost));
   ASSIGN_OR_RETURN(at::Tensor label_rows,
                    model->labels->Get(labels, *model->text, zero_shot, &cost));
@@ -289,20 +284,21 @@ absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request,
     out->set_score(score.probability);
     out->set_similarity(score.similarity);
   }
-  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, document.windows,
-             document.truncated, response->mutable_cost());
+  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, document.truncated,
+             response->mutable_cost());
   return absl::OkStatus();
 }
 
 absl::Status DocumentTasks::Summarize(const v1::SummarizeRequest& request,
                                       const RequestClock& clock,
                                       v1::SummarizeResponse* response) const {
-  ASSIGN_OR_RETURN(const ServedModel* model, registry_.Find(request.model()));
+  ASSIGN_OR_RETURN(const ServedModel* model,
+                   FindModelFor(registry_, request.model(), Task::kSummarize));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
   if (HasGenerationParams(request.generation())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "generation: model '", model->name,
-        "' summarizes extractively; generation parameters apply to seq2seq models"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("generation: model '", model->name,
+                     "' summarizes extractively; generation parameters apply to seq2seq models"));
   }
   const v1::ExtractiveParams& params = request.extractive();
   if (params.max_sentences() < 0 || params.max_sentences() > 1000) {
@@ -337,11 +333,10 @@ absl::Status DocumentTasks::Summarize(const v1::SummarizeRequest& request,
   RETURN_IF_ERROR(CheckPlannedGflops(*model, request.budget(), framed));
 
   CostAccount cost(model->encoder->shape());
-  ASSIGN_OR_RETURN(at::Tensor embeddings,
-                   model->text->EmbedSequences(framed, PoolingMode::kMean,
-                                               /*normalize=*/true, &cost));
-  const int count = params.max_sentences() > 0 ? params.max_sentences()
-                                               : model->serving.extractive.max_sentences;
+  ASSIGN_OR_RETURN(at::Tensor embeddings, model->text->EmbedSequences(framed, PoolingMode::kMean,
+                                                                      /*normalize=*/true, &cost));
+  const int count =
+      params.max_sentences() > 0 ? params.max_sentences() : model->serving.extractive.max_sentences;
   const float diversity =
       params.has_diversity() ? params.diversity() : model->serving.extractive.diversity;
   std::vector<std::string> chosen;
@@ -358,8 +353,8 @@ absl::Status DocumentTasks::Summarize(const v1::SummarizeRequest& request,
   response->set_model(model->name);
   response->set_kind(v1::SUMMARY_KIND_EXTRACTIVE);
   response->set_summary(absl::StrJoin(chosen, " "));
-  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms,
-             static_cast<int>(framed.size()), /*truncated=*/false, response->mutable_cost());
+  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, /*truncated=*/false,
+             response->mutable_cost());
   return absl::OkStatus();
 }
 
@@ -384,10 +379,10 @@ void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
     for (const ZeroShotLabel& label : model->serving.zero_shot.labels) {
       info->add_default_labels(label.name);
     }
-    info->set_default_overflow(model->serving.overflow == OverflowPolicy::kReject ? v1::OVERFLOW_REJECT
-                               : model->serving.overflow == OverflowPolicy::kTruncate
-                                   ? v1::OVERFLOW_TRUNCATE
-                                   : v1::OVERFLOW_CHUNK);
+    info->set_default_overflow(
+        model->serving.overflow == OverflowPolicy::kReject     ? v1::OVERFLOW_REJECT
+        : model->serving.overflow == OverflowPolicy::kTruncate ? v1::OVERFLOW_TRUNCATE
+                                                               : v1::OVERFLOW_CHUNK);
     info->set_default_pooling(model->serving.pooling == PoolingMode::kCls ? v1::POOLING_CLS
                                                                           : v1::POOLING_MEAN);
     info->set_ready(true);

@@ -38,11 +38,6 @@ class DocumentTasks {
                          v1::SummarizeResponse* response) const;
   void ListModels(v1::ListModelsResponse* response) const;
 
-  // Checks that resolve without running the model (model name, document
-  // presence, budget shape), so the RPC layer can reject early.
-  absl::Status Precheck(const std::string& model, const v1::Document& document,
-                        const v1::SparsityBudget& budget) const;
-
  private:
   const ModelRegistry& registry_;
   ServerLimits limits_;

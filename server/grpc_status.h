@@ -12,8 +12,7 @@ namespace docsparse {
 
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   // The canonical codes of absl and gRPC share numeric values.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 }  // namespace docsparse

@@ -52,8 +52,8 @@ std::string Metrics::Render() const {
                   "# HELP docsparse_model_load_seconds Time to load each model.\n"
                   "# TYPE docsparse_model_load_seconds gauge\n");
   for (const auto& [model, seconds] : load_seconds_) {
-    absl::StrAppend(&out, "docsparse_model_load_seconds{model=\"", EscapeLabelValue(model),
-                    "\"} ", absl::StrFormat("%.6f", seconds), "\n");
+    absl::StrAppend(&out, "docsparse_model_load_seconds{model=\"", EscapeLabelValue(model), "\"} ",
+                    absl::StrFormat("%.6f", seconds), "\n");
   }
   return out;
 }

@@ -18,8 +18,8 @@ class Metrics {
  public:
   void SetModelLoadSeconds(const std::string& model, double seconds) ABSL_LOCKS_EXCLUDED(mu_);
   // One finished request; `code` is the gRPC status name, e.g. "OK".
-  void CountRequest(const std::string& model, const std::string& task,
-                    const std::string& code) ABSL_LOCKS_EXCLUDED(mu_);
+  void CountRequest(const std::string& model, const std::string& task, const std::string& code)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The whole exposition, text format 0.0.4.
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 

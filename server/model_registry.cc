@@ -63,8 +63,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::string& repository) {
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::string& repository) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(repository, error)) {
@@ -96,8 +95,8 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   if (it != models_.end()) return it->second.get();
   std::vector<std::string> names;
   for (const auto& [known, unused] : models_) names.push_back(known);
-  return absl::NotFoundError(absl::StrCat("model '", name, "' not found; available: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("model '", name, "' not found; available: ", absl::StrJoin(names, ", ")));
 }
 
 std::vector<const ServedModel*> ModelRegistry::models() const {

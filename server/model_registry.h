@@ -28,9 +28,9 @@ class LabelEmbeddingCache {
  public:
   // [labels, h] unit-norm rows. The cost of labels embedded by this call is
   // added to `cost`.
-  absl::StatusOr<at::Tensor> Get(const std::vector<std::string>& labels,
-                                 const TextEncoder& encoder, const ZeroShotConfig& config,
-                                 CostAccount* cost) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<at::Tensor> Get(const std::vector<std::string>& labels, const TextEncoder& encoder,
+                                 const ZeroShotConfig& config, CostAccount* cost)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   absl::Mutex mu_;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -126,14 +125,14 @@ int Serve() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || grpc_port == 0) {
-    std::cerr << "docsparse-server: cannot listen on " << host << ":"
-              << absl::GetFlag(FLAGS_port) << "\n";
+    std::cerr << "docsparse-server: cannot listen on " << host << ":" << absl::GetFlag(FLAGS_port)
+              << "\n";
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
-  std::cout << "docsparse-server: listening grpc=" << host << ":" << grpc_port
-            << " http=" << host << ":" << (*http)->port() << std::endl;
+  std::cout << "docsparse-server: listening grpc=" << host << ":" << grpc_port << " http=" << host
+            << ":" << (*http)->port() << std::endl;
 
   // Warm-up: one forward pass per model before reporting SERVING.
   for (const ServedModel* model : (*registry)->models()) {

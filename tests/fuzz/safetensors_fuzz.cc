@@ -25,8 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& name : (*file)->names()) {
     const docsparse::TensorView* view = (*file)->Find(name);
     if (view == nullptr ||
-        view->nbytes != static_cast<size_t>(view->numel()) *
-                            docsparse::DTypeSize(view->dtype) ||
+        view->nbytes != static_cast<size_t>(view->numel()) * docsparse::DTypeSize(view->dtype) ||
         view->data < data || view->data + view->nbytes > data + size) {
       std::abort();
     }

@@ -24,12 +24,12 @@ class ServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(testing::MiniLmPresent());
     server_ = new testing::ServerProcess();
-    ASSERT_TRUE(server_->Start(testing::ServerBinary(),
-                               {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                                "--model_repository=" + testing::SourcePath("models"),
-                                "--threads=2",
-                                "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
-                                "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)}))
+    ASSERT_TRUE(
+        server_->Start(testing::ServerBinary(),
+                       {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
+                        "--model_repository=" + testing::SourcePath("models"), "--threads=2",
+                        "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
+                        "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)}))
         << server_->output();
     auto client = DocsparseClient::Connect(server_->grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();
@@ -299,8 +299,9 @@ TEST_F(ServerTest, HttpPortServesHealthAndMetrics) {
   EXPECT_EQ(readyz->status, 200);
   auto metrics = http.Get("/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"}"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics->body.find("docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"}"),
+      std::string::npos)
       << metrics->body;
 }
 
@@ -319,9 +320,9 @@ TEST(ServerLifecycleTest, SigtermStopsCleanly) {
 
 TEST(ServerLifecycleTest, BadRepositoryFailsAtStartWithAMessage) {
   testing::ServerProcess server;
-  EXPECT_FALSE(server.Start(testing::ServerBinary(),
-                            {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                             "--model_repository=/nonexistent"}));
+  EXPECT_FALSE(server.Start(
+      testing::ServerBinary(),
+      {"--host=127.0.0.1", "--port=0", "--metrics_port=0", "--model_repository=/nonexistent"}));
   EXPECT_NE(server.output().find("/nonexistent"), std::string::npos) << server.output();
 }
 

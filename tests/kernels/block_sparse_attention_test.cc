@@ -53,9 +53,11 @@ Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, in
 
 std::vector<float> RunKernel(const Problem& p, int threads) {
   std::vector<float> out(p.q.size(), -1.0f);
-  AttentionParams params{p.q.data(), p.k.data(), p.v.data(), out.data(),
-                         p.batch, p.heads, p.q_len, p.k_len, p.head_dim,
-                         1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+  AttentionParams params{p.q.data(), p.k.data(),
+                         p.v.data(), out.data(),
+                         p.batch,    p.heads,
+                         p.q_len,    p.k_len,
+                         p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
   BlockSparsePlanView plan{p.block_size, (p.q_len + p.block_size - 1) / p.block_size,
                            p.offsets.data(), p.spans.data()};
   BlockSparseAttentionCpu(params, plan, threads);

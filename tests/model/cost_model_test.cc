@@ -70,17 +70,17 @@ TEST(CostModelTest, MergeAddsWindows) {
 TEST(CostModelTest, EncoderForwardCountsDenseEdges) {
   auto config = LoadEncoderConfig(testing::FixturePath("tiny_encoders/bert/config.json"));
   ASSERT_TRUE(config.ok()) << config.status();
-  auto encoder = Encoder::Create(testing::FixturePath("tiny_encoders/bert"), *config,
-                                 MakeDenseAttention());
+  auto encoder =
+      Encoder::Create(testing::FixturePath("tiny_encoders/bert"), *config, MakeDenseAttention());
   ASSERT_TRUE(encoder.ok()) << encoder.status();
   CostAccount cost((*encoder)->shape());
   ASSERT_TRUE((*encoder)->Forward(Batch({{2, 5, 6, 3}, {2, 7, 3}}), &cost).ok());
   const EncoderShape shape = (*encoder)->shape();
   EXPECT_EQ(cost.TotalEdges(), (16 + 9) * shape.num_heads * shape.num_layers);
   EXPECT_EQ(cost.padded_tokens(), 8);
-  EXPECT_DOUBLE_EQ(cost.AttentionFlops(),
-                   (DenseAttentionFlops(4, shape) + DenseAttentionFlops(3, shape)) *
-                       shape.num_layers);
+  EXPECT_DOUBLE_EQ(
+      cost.AttentionFlops(),
+      (DenseAttentionFlops(4, shape) + DenseAttentionFlops(3, shape)) * shape.num_layers);
 }
 
 }  // namespace

@@ -33,11 +33,10 @@ TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
   at::Tensor want = at::empty_like(inputs.query);
   AttentionParams params{inputs.query.data_ptr<float>(), inputs.key.data_ptr<float>(),
                          inputs.value.data_ptr<float>(), want.data_ptr<float>(),
-                         static_cast<int32_t>(batch), static_cast<int32_t>(heads),
-                         static_cast<int32_t>(seq), static_cast<int32_t>(seq),
+                         static_cast<int32_t>(batch),    static_cast<int32_t>(heads),
+                         static_cast<int32_t>(seq),      static_cast<int32_t>(seq),
                          static_cast<int32_t>(head_dim), 1.0f / std::sqrt(16.0f)};
-  BlockSparseAttentionCpu(params, {static_cast<int32_t>(seq), 1, offsets.data(), spans.data()},
-                          2);
+  BlockSparseAttentionCpu(params, {static_cast<int32_t>(seq), 1, offsets.data(), spans.data()}, 2);
   for (int64_t b = 0; b < batch; ++b) {
     const at::Tensor real_got = got[b].slice(1, 0, lengths[b]);
     const at::Tensor real_want = want[b].slice(1, 0, lengths[b]);

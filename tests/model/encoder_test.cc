@@ -59,11 +59,13 @@ std::unique_ptr<Encoder> LoadEncoder(const std::string& dir) {
   return encoder.ok() ? *std::move(encoder) : nullptr;
 }
 
-class TinyEncoderParityTest : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+class TinyEncoderParityTest : public ::testing::TestWithParam<std::pair<const char*, const char*>> {
+};
 
 TEST_P(TinyEncoderParityTest, HiddenStatesAndPoolingMatchTransformers) {
   const auto [model, expected_from] = GetParam();
-  std::unique_ptr<Encoder> encoder = LoadEncoder(FixturePath(std::string("tiny_encoders/") + model));
+  std::unique_ptr<Encoder> encoder =
+      LoadEncoder(FixturePath(std::string("tiny_encoders/") + model));
   ASSERT_NE(encoder, nullptr);
   const nlohmann::json expected = nlohmann::json::parse(
       ReadFile(FixturePath(std::string("tiny_encoders/") + expected_from + "/expected.json")));

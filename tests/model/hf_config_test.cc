@@ -198,14 +198,13 @@ json Without(json raw, const std::string& key) {
 TEST(HfConfigTest, EachMissingRequiredFieldIsNamed) {
   const std::vector<std::pair<json, std::vector<std::string>>> models = {
       {MiniLm(),
-       {"model_type", "vocab_size", "hidden_size", "num_hidden_layers",
-        "num_attention_heads", "intermediate_size", "hidden_act",
-        "max_position_embeddings", "type_vocab_size", "layer_norm_eps",
-        "pad_token_id"}},
+       {"model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+        "intermediate_size", "hidden_act", "max_position_embeddings", "type_vocab_size",
+        "layer_norm_eps", "pad_token_id"}},
       {RobertaBase(), {"pad_token_id", "layer_norm_eps", "type_vocab_size"}},
       {DistilBertSst2(),
-       {"model_type", "vocab_size", "dim", "n_layers", "n_heads", "hidden_dim",
-        "activation", "max_position_embeddings", "pad_token_id"}},
+       {"model_type", "vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation",
+        "max_position_embeddings", "pad_token_id"}},
   };
   for (const auto& [model, fields] : models) {
     for (const std::string& field : fields) {
@@ -213,8 +212,7 @@ TEST(HfConfigTest, EachMissingRequiredFieldIsNamed) {
       auto config = ParseEncoderConfig(Without(model, field), "config.json");
       ASSERT_FALSE(config.ok());
       EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-      EXPECT_EQ(config.status().message(),
-                "config.json: missing field '" + field + "'");
+      EXPECT_EQ(config.status().message(), "config.json: missing field '" + field + "'");
     }
   }
 }
@@ -243,8 +241,7 @@ TEST(HfConfigTest, WrongTypesAndUnsupportedValuesAreNamed) {
       {"pad_token_id", "0", "expected integer"},
       {"model_type", "gpt2", "unsupported value \"gpt2\""},
       {"model_type", 3, "expected string"},
-      {"position_embedding_type", "relative_key",
-       "unsupported value \"relative_key\""},
+      {"position_embedding_type", "relative_key", "unsupported value \"relative_key\""},
       {"position_embedding_type", 1, "expected string"},
       {"architectures", "BertModel", "expected array"},
       {"architectures", json::array({1}), "expected string"},
@@ -268,9 +265,9 @@ TEST(HfConfigTest, WrongTypesAndUnsupportedValuesAreNamed) {
     auto config = ParseEncoderConfig(raw, "config.json");
     ASSERT_FALSE(config.ok());
     EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(config.status().message()),
-                AllOf(HasSubstr("config.json: field '" + c.field + "'"),
-                      HasSubstr(c.message_part)));
+    EXPECT_THAT(
+        std::string(config.status().message()),
+        AllOf(HasSubstr("config.json: field '" + c.field + "'"), HasSubstr(c.message_part)));
   }
 
   const std::vector<BadValue> other_cases = {
@@ -286,18 +283,17 @@ TEST(HfConfigTest, WrongTypesAndUnsupportedValuesAreNamed) {
     raw[c.field] = c.value;
     auto config = ParseEncoderConfig(raw, "config.json");
     ASSERT_FALSE(config.ok());
-    EXPECT_THAT(
-        std::string(config.status().message()),
-        AllOf(HasSubstr("field '" + c.field + "'"), HasSubstr(c.message_part)));
+    EXPECT_THAT(std::string(config.status().message()),
+                AllOf(HasSubstr("field '" + c.field + "'"), HasSubstr(c.message_part)));
   }
 }
 
 TEST(HfConfigTest, UnknownKeysAreNamed) {
   const std::vector<std::pair<json, std::string>> cases = {
       {MiniLm(), "rotary_dim"},
-      {MiniLm(), "auto_map"},    // remote code: not the stock architecture
-      {MiniLm(), "block_size"},  // LSG fields: not understood yet
-      {MiniLm(), "dim"},         // DistilBERT's name, wrong for BERT
+      {MiniLm(), "auto_map"},             // remote code: not the stock architecture
+      {MiniLm(), "block_size"},           // LSG fields: not understood yet
+      {MiniLm(), "dim"},                  // DistilBERT's name, wrong for BERT
       {DistilBertSst2(), "hidden_size"},  // BERT's name, wrong for DistilBERT
       {DistilBertSst2(), "layer_norm_eps"},
       {RobertaBase(), "n_layers"},
@@ -316,8 +312,7 @@ TEST(HfConfigTest, UnknownKeysAreNamed) {
 TEST(HfConfigTest, LoadReportsMissingFileAndBadJson) {
   auto missing = LoadEncoderConfig("/nonexistent/config.json");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(missing.status().message()),
-              HasSubstr("/nonexistent/config.json"));
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("/nonexistent/config.json"));
 
   const std::filesystem::path path =
       std::filesystem::path(::testing::TempDir()) / "hf_config_bad.json";
@@ -328,8 +323,7 @@ TEST(HfConfigTest, LoadReportsMissingFileAndBadJson) {
   std::filesystem::remove(path);
 
   auto not_object = ParseEncoderConfig(json::array(), "config.json");
-  EXPECT_THAT(std::string(not_object.status().message()),
-              HasSubstr("expected a JSON object"));
+  EXPECT_THAT(std::string(not_object.status().message()), HasSubstr("expected a JSON object"));
 }
 
 TEST(HfConfigTest, NamesOfEnums) {

@@ -54,10 +54,9 @@ std::string Serialize(const std::vector<TestTensor>& tensors,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string data;
   for (const TestTensor& t : tensors) {
-    header[t.name] = {
-        {"dtype", t.dtype},
-        {"shape", t.shape},
-        {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data += t.bytes;
   }
   std::string text = header.dump();
@@ -70,8 +69,7 @@ class SafetensorsTest : public ::testing::Test {
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("safetensors_" + std::string(info->name()) + "_" +
-            std::to_string(::getpid()));
+           ("safetensors_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -103,8 +101,7 @@ std::vector<TestTensor> SampleTensors() {
   };
 }
 
-void ExpectMatches(const SafetensorsFile& file,
-                   const std::vector<TestTensor>& tensors) {
+void ExpectMatches(const SafetensorsFile& file, const std::vector<TestTensor>& tensors) {
   ASSERT_EQ(file.num_tensors(), tensors.size());
   for (const TestTensor& t : tensors) {
     SCOPED_TRACE(t.name);
@@ -115,16 +112,14 @@ void ExpectMatches(const SafetensorsFile& file,
     EXPECT_EQ(view->shape, t.shape);
     EXPECT_EQ(view->nbytes, t.bytes.size());
     EXPECT_EQ(view->nbytes, view->numel() * DTypeSize(view->dtype));
-    EXPECT_EQ(
-        std::string(reinterpret_cast<const char*>(view->data), view->nbytes),
-        t.bytes);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(view->data), view->nbytes), t.bytes);
   }
 }
 
 TEST(DTypeTest, NamesAndSizesRoundTrip) {
-  const std::map<std::string, size_t> expected = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},
-      {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}};
+  const std::map<std::string, size_t> expected = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2},
+                                                  {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
+                                                  {"U8", 1},  {"BOOL", 1}};
   for (const auto& [name, size] : expected) {
     const std::optional<DType> dtype = DTypeFromName(name);
     ASSERT_TRUE(dtype.has_value()) << name;
@@ -137,19 +132,16 @@ TEST(DTypeTest, NamesAndSizesRoundTrip) {
 
 TEST_F(SafetensorsTest, RoundTripsDtypesShapesScalarAndEmptyTensor) {
   const std::vector<TestTensor> tensors = SampleTensors();
-  const std::string path =
-      Write("model.safetensors", Serialize(tensors, {{"format", "pt"}}));
+  const std::string path = Write("model.safetensors", Serialize(tensors, {{"format", "pt"}}));
   auto file = SafetensorsFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status();
   ExpectMatches(**file, tensors);
-  EXPECT_EQ((*file)->metadata(),
-            (std::map<std::string, std::string>{{"format", "pt"}}));
+  EXPECT_EQ((*file)->metadata(), (std::map<std::string, std::string>{{"format", "pt"}}));
   EXPECT_EQ((*file)->Find("f64_scalar")->numel(), 1);
   EXPECT_EQ((*file)->Find("empty")->numel(), 0);
   EXPECT_EQ((*file)->Find("missing"), nullptr);
-  EXPECT_THAT((*file)->names(),
-              ElementsAre("bf16", "bool", "empty", "f16", "f32", "f64_scalar",
-                          "i16", "i32", "i64", "i8", "u8"));
+  EXPECT_THAT((*file)->names(), ElementsAre("bf16", "bool", "empty", "f16", "f32", "f64_scalar",
+                                            "i16", "i32", "i64", "i8", "u8"));
   float first = 0;
   std::memcpy(&first, (*file)->Find("f32")->data, sizeof(first));
   EXPECT_EQ(first, 1.0f);
@@ -157,10 +149,9 @@ TEST_F(SafetensorsTest, RoundTripsDtypesShapesScalarAndEmptyTensor) {
 
 TEST_F(SafetensorsTest, ParsesFromMemoryAndAcceptsAnyEntryOrder) {
   // Offsets, not header order, decide the layout; the reference sorts too.
-  const std::string header =
-      R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]},)"
-      R"("e":{"dtype":"U8","shape":[0],"data_offsets":[1,1]},)"
-      R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})";
+  const std::string header = R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]},)"
+                             R"("e":{"dtype":"U8","shape":[0],"data_offsets":[1,1]},)"
+                             R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})";
   const std::string bytes = Frame(header, "xyz");
   auto file = SafetensorsFile::Parse(bytes, "mem");
   ASSERT_TRUE(file.ok()) << file.status();
@@ -197,38 +188,19 @@ std::vector<MalformedCase> MalformedCases() {
   past_eof[0] = 100;
   return {
       {"empty file", "", kDataLoss, {"0 bytes", "too short"}},
-      {"truncated length",
-       std::string("\x08\0\0", 3),
-       kDataLoss,
-       {"too short"}},
-      {"header length past EOF",
-       past_eof,
-       kDataLoss,
-       {"header length 100", "past the end"}},
-      {"header length over limit",
-       huge_header_length,
-       kInvalid,
-       {"exceeds the limit"}},
+      {"truncated length", std::string("\x08\0\0", 3), kDataLoss, {"too short"}},
+      {"header length past EOF", past_eof, kDataLoss, {"header length 100", "past the end"}},
+      {"header length over limit", huge_header_length, kInvalid, {"exceeds the limit"}},
       {"non-JSON header", Frame("{not json", ""), kInvalid, {"not valid JSON"}},
-      {"invalid UTF-8",
-       Frame("{\"\xff\":1}", ""),
-       kInvalid,
-       {"not valid JSON"}},
-      {"header not an object",
-       Frame("[1,2]", ""),
-       kInvalid,
-       {"array", "expected an object"}},
-      {"entry not an object",
-       OneTensor("3", ""),
-       kInvalid,
-       {"tensor 'x'", "expected an object"}},
+      {"invalid UTF-8", Frame("{\"\xff\":1}", ""), kInvalid, {"not valid JSON"}},
+      {"header not an object", Frame("[1,2]", ""), kInvalid, {"array", "expected an object"}},
+      {"entry not an object", OneTensor("3", ""), kInvalid, {"tensor 'x'", "expected an object"}},
       {"missing shape",
        OneTensor(R"({"dtype":"F32","data_offsets":[0,0]})", ""),
        kInvalid,
        {"tensor 'x'", "missing field 'shape'"}},
       {"bad dtype",
-       OneTensor(R"({"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]})",
-                 "a"),
+       OneTensor(R"({"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]})", "a"),
        kInvalid,
        {"tensor 'x'", "dtype", "F8_E4M3", "supported: F64"}},
       {"dtype not a string",
@@ -240,36 +212,27 @@ std::vector<MalformedCase> MalformedCases() {
        kInvalid,
        {"tensor 'x'", "shape: expected array"}},
       {"negative dim",
-       OneTensor(R"({"dtype":"F32","shape":[-2,3],"data_offsets":[0,24]})",
-                 data24),
+       OneTensor(R"({"dtype":"F32","shape":[-2,3],"data_offsets":[0,24]})", data24),
        kInvalid,
        {"tensor 'x'", "shape[0]", "negative integer"}},
       {"fractional dim",
-       OneTensor(R"({"dtype":"F32","shape":[2,1.5],"data_offsets":[0,24]})",
-                 data24),
+       OneTensor(R"({"dtype":"F32","shape":[2,1.5],"data_offsets":[0,24]})", data24),
        kInvalid,
        {"tensor 'x'", "shape[1]", "non-integer"}},
       {"dim beyond int64",
-       OneTensor(
-           R"({"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,1]})",
-           "a"),
+       OneTensor(R"({"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,1]})", "a"),
        kInvalid,
        {"tensor 'x'", "shape[0]", "too large"}},
       {"element count overflows",
-       OneTensor(
-           R"({"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,0]})",
-           ""),
+       OneTensor(R"({"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,0]})", ""),
        kInvalid,
        {"tensor 'x'", "overflows"}},
       {"byte count overflows",
-       OneTensor(
-           R"({"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]})",
-           ""),
+       OneTensor(R"({"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]})", ""),
        kInvalid,
        {"tensor 'x'", "overflows"}},
       {"shape/size mismatch",
-       OneTensor(R"({"dtype":"F32","shape":[2,3],"data_offsets":[0,20]})",
-                 std::string(20, '\0')),
+       OneTensor(R"({"dtype":"F32","shape":[2,3],"data_offsets":[0,20]})", std::string(20, '\0')),
        kInvalid,
        {"tensor 'x'", "needs 24 bytes", "span 20"}},
       {"offsets not a pair",
@@ -285,8 +248,7 @@ std::vector<MalformedCase> MalformedCases() {
        kInvalid,
        {"tensor 'x'", "begin 1 is after end 0"}},
       {"offsets out of range",
-       OneTensor(R"({"dtype":"F32","shape":[100],"data_offsets":[0,400]})",
-                 std::string(100, '\0')),
+       OneTensor(R"({"dtype":"F32","shape":[100],"data_offsets":[0,400]})", std::string(100, '\0')),
        kDataLoss,
        {"tensor 'x'", "data_offsets end 400 beyond data section of 100 bytes"}},
       {"overlapping tensors",
@@ -324,8 +286,7 @@ TEST_F(SafetensorsTest, MalformedFilesGiveClearErrors) {
     auto file = SafetensorsFile::Parse(c.bytes, "bad.safetensors");
     ASSERT_FALSE(file.ok());
     EXPECT_EQ(file.status().code(), c.code) << file.status();
-    EXPECT_THAT(std::string(file.status().message()),
-                HasSubstr("bad.safetensors: "));
+    EXPECT_THAT(std::string(file.status().message()), HasSubstr("bad.safetensors: "));
     for (const std::string& part : c.message_parts) {
       EXPECT_THAT(std::string(file.status().message()), HasSubstr(part));
     }
@@ -334,8 +295,7 @@ TEST_F(SafetensorsTest, MalformedFilesGiveClearErrors) {
 
 TEST_F(SafetensorsTest, TruncatedFileOnDiskIsDataLossNamingThePath) {
   const std::string full = Serialize(SampleTensors());
-  const std::string path =
-      Write("model.safetensors", full.substr(0, full.size() - 3));
+  const std::string path = Write("model.safetensors", full.substr(0, full.size() - 3));
   auto file = SafetensorsFile::Open(path);
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
@@ -346,8 +306,7 @@ TEST_F(SafetensorsTest, TruncatedFileOnDiskIsDataLossNamingThePath) {
 TEST_F(SafetensorsTest, OpenMissingFileOrDirectoryFails) {
   auto missing = SafetensorsFile::Open((dir_ / "nope.safetensors").string());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(missing.status().message()),
-              HasSubstr("nope.safetensors"));
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("nope.safetensors"));
   auto directory = SafetensorsFile::Open(dir_.string());
   EXPECT_EQ(directory.status().code(), absl::StatusCode::kInvalidArgument);
   auto empty = SafetensorsFile::Open(Write("empty.safetensors", ""));
@@ -397,8 +356,7 @@ TEST_F(SafetensorsTest, RandomCorruptionNeverCrashes) {
       case 1: {  // flip bits, mostly in the length prefix and header
         const int flips = 1 + rng() % 4;
         for (int i = 0; i < flips; ++i) {
-          const size_t pos =
-              rng() % 5 ? rng() % header_end : rng() % mutant.size();
+          const size_t pos = rng() % 5 ? rng() % header_end : rng() % mutant.size();
           mutant[pos] = static_cast<char>(mutant[pos] ^ (1 << (rng() % 8)));
         }
         break;
@@ -406,8 +364,7 @@ TEST_F(SafetensorsTest, RandomCorruptionNeverCrashes) {
       case 2: {  // replace header bytes with JSON punctuation and digits
         const int edits = 1 + rng() % 3;
         for (int i = 0; i < edits; ++i) {
-          mutant[8 + rng() % header_size] =
-              structural[rng() % structural.size()];
+          mutant[8 + rng() % header_size] = structural[rng() % structural.size()];
         }
         break;
       }
@@ -417,8 +374,7 @@ TEST_F(SafetensorsTest, RandomCorruptionNeverCrashes) {
         break;
       }
     }
-    ASSERT_NO_FATAL_FAILURE(CheckMutant(mutant, &accepted, &rejected))
-        << "iteration " << iteration;
+    ASSERT_NO_FATAL_FAILURE(CheckMutant(mutant, &accepted, &rejected)) << "iteration " << iteration;
     if (iteration % 20 == 0) {
       // The mapped path too: same checks over a file.
       const std::string path = Write("mutant.safetensors", mutant);
@@ -445,9 +401,8 @@ TEST_F(SafetensorsTest, CheckpointSingleFile) {
   EXPECT_THAT(view->shape, ElementsAre(1, 1, 2));
   auto missing = (*checkpoint)->Get("encoder.layer.99.weight");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(
-      std::string(missing.status().message()),
-      AllOf(HasSubstr("'encoder.layer.99.weight'"), HasSubstr(dir_.string())));
+  EXPECT_THAT(std::string(missing.status().message()),
+              AllOf(HasSubstr("'encoder.layer.99.weight'"), HasSubstr(dir_.string())));
 }
 
 class ShardedCheckpointTest : public SafetensorsTest {
@@ -457,8 +412,7 @@ class ShardedCheckpointTest : public SafetensorsTest {
     Write("model-00001-of-00002.safetensors",
           Serialize({{"a", "F32", {2}, BytesOf<float>({1, 2})},
                      {"b", "I64", {1}, BytesOf<int64_t>({9})}}));
-    Write("shards/model-00002-of-00002.safetensors",
-          Serialize({{"c", "U8", {3}, "xyz"}}));
+    Write("shards/model-00002-of-00002.safetensors", Serialize({{"c", "U8", {3}, "xyz"}}));
   }
   json Index() {
     return {{"metadata", {{"total_size", 27}}},
@@ -467,9 +421,7 @@ class ShardedCheckpointTest : public SafetensorsTest {
               {"b", "model-00001-of-00002.safetensors"},
               {"c", "shards/model-00002-of-00002.safetensors"}}}};
   }
-  void WriteIndex(const json& index) {
-    Write("model.safetensors.index.json", index.dump());
-  }
+  void WriteIndex(const json& index) { Write("model.safetensors.index.json", index.dump()); }
   absl::Status OpenError() {
     auto checkpoint = Checkpoint::Open(dir_.string());
     return checkpoint.status();
@@ -484,8 +436,7 @@ TEST_F(ShardedCheckpointTest, OpensTwoShards) {
   EXPECT_THAT((*checkpoint)->names(), ElementsAre("a", "b", "c"));
   auto c = (*checkpoint)->Get("c");
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(c->data), c->nbytes),
-            "xyz");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(c->data), c->nbytes), "xyz");
   auto a = (*checkpoint)->Get("a");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->dtype, DType::kF32);
@@ -506,9 +457,8 @@ TEST_F(ShardedCheckpointTest, MissingShard) {
   WriteIndex(index);
   const absl::Status status = OpenError();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(
-      std::string(status.message()),
-      AllOf(HasSubstr("model-00003-of-00002.safetensors"), HasSubstr("'c'")));
+  EXPECT_THAT(std::string(status.message()),
+              AllOf(HasSubstr("model-00003-of-00002.safetensors"), HasSubstr("'c'")));
 }
 
 TEST_F(ShardedCheckpointTest, TensorNotInItsShard) {
@@ -518,8 +468,7 @@ TEST_F(ShardedCheckpointTest, TensorNotInItsShard) {
   WriteIndex(index);
   const absl::Status status = OpenError();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              AllOf(HasSubstr("'d'"), HasSubstr("not in it")));
+  EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("'d'"), HasSubstr("not in it")));
 }
 
 TEST_F(ShardedCheckpointTest, ShardTensorMissingFromIndex) {
@@ -529,17 +478,14 @@ TEST_F(ShardedCheckpointTest, ShardTensorMissingFromIndex) {
   WriteIndex(index);
   const absl::Status status = OpenError();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              AllOf(HasSubstr("'b'"), HasSubstr("stale index")));
+  EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("'b'"), HasSubstr("stale index")));
 }
 
 TEST_F(ShardedCheckpointTest, RejectsPathsOutsideTheFolder) {
   WriteShards();
   // A real file outside the folder, so only the path rule can refuse it.
-  const std::string outside =
-      (dir_.parent_path() / "outside.safetensors").string();
-  std::ofstream(outside, std::ios::binary)
-      << Serialize({{"c", "U8", {3}, "xyz"}});
+  const std::string outside = (dir_.parent_path() / "outside.safetensors").string();
+  std::ofstream(outside, std::ios::binary) << Serialize({{"c", "U8", {3}, "xyz"}});
   for (const std::string& shard :
        {std::string("../outside.safetensors"), outside,
         std::string("shards/../../outside.safetensors"), std::string("")}) {
@@ -550,8 +496,7 @@ TEST_F(ShardedCheckpointTest, RejectsPathsOutsideTheFolder) {
     const absl::Status status = OpenError();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(status.message()),
-                AllOf(HasSubstr("weight_map['c']"),
-                      HasSubstr("inside the model folder")));
+                AllOf(HasSubstr("weight_map['c']"), HasSubstr("inside the model folder")));
   }
   std::filesystem::remove(outside);
 }
@@ -569,9 +514,8 @@ TEST_F(ShardedCheckpointTest, MalformedIndex) {
     Write("model.safetensors.index.json", text);
     const absl::Status status = OpenError();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(
-        std::string(status.message()),
-        AllOf(HasSubstr("model.safetensors.index.json"), HasSubstr(part)));
+    EXPECT_THAT(std::string(status.message()),
+                AllOf(HasSubstr("model.safetensors.index.json"), HasSubstr(part)));
   }
 }
 
@@ -581,24 +525,21 @@ TEST_F(ShardedCheckpointTest, CorruptShardNamesTheShard) {
   Write("shards/model-00002-of-00002.safetensors", "garbage!garbage");
   const absl::Status status = OpenError();
   EXPECT_FALSE(status.ok());
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("model-00002-of-00002.safetensors"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("model-00002-of-00002.safetensors"));
 }
 
 TEST_F(SafetensorsTest, CheckpointWithoutWeights) {
   auto empty = Checkpoint::Open(dir_.string());
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(empty.status().message()),
-              AllOf(HasSubstr("model.safetensors"),
-                    HasSubstr("model.safetensors.index.json")));
+              AllOf(HasSubstr("model.safetensors"), HasSubstr("model.safetensors.index.json")));
   auto no_dir = Checkpoint::Open((dir_ / "absent").string());
   EXPECT_EQ(no_dir.status().code(), absl::StatusCode::kNotFound);
 }
 
 // The embedded default model (scripts/setup unpacks it).
 TEST(DefaultModelTest, MiniLmCheckpointLoads) {
-  const std::string model_dir =
-      std::string(DOCSPARSE_SOURCE_DIR) + "/models/minilm";
+  const std::string model_dir = std::string(DOCSPARSE_SOURCE_DIR) + "/models/minilm";
   ASSERT_TRUE(std::filesystem::exists(model_dir + "/model.safetensors"))
       << model_dir << " is missing: run scripts/setup to install the default "
       << "model";
@@ -624,12 +565,11 @@ TEST(DefaultModelTest, MiniLmCheckpointLoads) {
   for (int64_t i = 0; i < 512; ++i) ASSERT_EQ(ids[i], i);
 
   for (int layer = 0; layer < 6; ++layer) {
-    EXPECT_TRUE((*checkpoint)
-                    ->Has("encoder.layer." + std::to_string(layer) +
-                          ".attention.self.query.weight"));
+    EXPECT_TRUE(
+        (*checkpoint)
+            ->Has("encoder.layer." + std::to_string(layer) + ".attention.self.query.weight"));
   }
-  EXPECT_FALSE(
-      (*checkpoint)->Has("encoder.layer.6.attention.self.query.weight"));
+  EXPECT_FALSE((*checkpoint)->Has("encoder.layer.6.attention.self.query.weight"));
 }
 
 }  // namespace

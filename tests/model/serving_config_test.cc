@@ -21,8 +21,7 @@ using json = nlohmann::json;
 TEST(ServingConfigTest, EmptyObjectGivesDefaults) {
   auto config = ParseServingConfig(json::object(), "docsparse.json");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_THAT(config->tasks,
-              ElementsAre(Task::kEmbed, Task::kClassify, Task::kSummarize));
+  EXPECT_THAT(config->tasks, ElementsAre(Task::kEmbed, Task::kClassify, Task::kSummarize));
   EXPECT_EQ(config->pooling, PoolingMode::kMean);
   EXPECT_TRUE(config->normalize);
   EXPECT_EQ(config->attention.kind, "dense");
@@ -76,8 +75,7 @@ TEST(ServingConfigTest, EveryKeyIsRead) {
   EXPECT_EQ(config->zero_shot.labels[0].name, "software license");
   EXPECT_EQ(config->zero_shot.LabelText(config->zero_shot.labels[0]),
             "A software license: terms of use and redistribution.");
-  EXPECT_EQ(config->zero_shot.LabelText(config->zero_shot.labels[1]),
-            "A document about recipe");
+  EXPECT_EQ(config->zero_shot.LabelText(config->zero_shot.labels[1]), "A document about recipe");
   EXPECT_EQ(config->extractive.max_sentences, 3);
   EXPECT_DOUBLE_EQ(config->extractive.diversity, 0.0);
   EXPECT_EQ(config->batching.max_batch_size, 8);
@@ -107,17 +105,13 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        "\"classify\" or \"summarize\")"},
       {"/tasks", {"embed", "embed"}, "tasks[1]: duplicate task \"embed\""},
       {"/tasks", {"embed", 1}, "tasks[1]: expected string, got integer"},
-      {"/pooling", "max",
-       "pooling: unsupported value \"max\" (expected \"mean\" or \"cls\")"},
+      {"/pooling", "max", "pooling: unsupported value \"max\" (expected \"mean\" or \"cls\")"},
       {"/normalize", 1, "normalize: expected boolean, got integer"},
       {"/attention", "dense", "attention: expected object, got string"},
-      {"/attention/kind", "lsg",
-       "attention.kind: unsupported value \"lsg\" (expected \"dense\")"},
+      {"/attention/kind", "lsg", "attention.kind: unsupported value \"lsg\" (expected \"dense\")"},
       {"/attention/block_size", 64, "attention.block_size: unknown key"},
-      {"/max_document_tokens", 0,
-       "max_document_tokens: 0 is out of range [1, 16777216]"},
-      {"/max_document_tokens", 1.5,
-       "max_document_tokens: expected integer, got number"},
+      {"/max_document_tokens", 0, "max_document_tokens: 0 is out of range [1, 16777216]"},
+      {"/max_document_tokens", 1.5, "max_document_tokens: expected integer, got number"},
       {"/max_document_tokens", 18446744073709551615ull,
        "max_document_tokens: 18446744073709551615 is out of range [1, "
        "16777216]"},
@@ -125,50 +119,36 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        "overflow: unsupported value \"split\" (expected \"reject\" or "
        "\"truncate\" or \"chunk\")"},
       {"/zero_shot", json::array(), "zero_shot: expected object, got array"},
-      {"/zero_shot/temperature", 0,
-       "zero_shot.temperature: 0 is out of range (0, 1e+06]"},
-      {"/zero_shot/temperature", -1,
-       "zero_shot.temperature: -1 is out of range (0, 1e+06]"},
-      {"/zero_shot/temperature", "hot",
-       "zero_shot.temperature: expected number, got string"},
+      {"/zero_shot/temperature", 0, "zero_shot.temperature: 0 is out of range (0, 1e+06]"},
+      {"/zero_shot/temperature", -1, "zero_shot.temperature: -1 is out of range (0, 1e+06]"},
+      {"/zero_shot/temperature", "hot", "zero_shot.temperature: expected number, got string"},
       {"/zero_shot/hypothesis_template", "About this.",
        "zero_shot.hypothesis_template: must contain \"{}\" exactly once (the "
        "label name goes there)"},
       {"/zero_shot/hypothesis_template", "{} and {}",
        "zero_shot.hypothesis_template: must contain \"{}\" exactly once (the "
        "label name goes there)"},
-      {"/zero_shot/labels",
-       {{"name", "x"}},
-       "zero_shot.labels: expected array, got object"},
-      {"/zero_shot/labels/1", "recipe",
-       "zero_shot.labels[1]: expected object, got string"},
+      {"/zero_shot/labels", {{"name", "x"}}, "zero_shot.labels: expected array, got object"},
+      {"/zero_shot/labels/1", "recipe", "zero_shot.labels[1]: expected object, got string"},
       {"/zero_shot/labels/1",
        {{"description", "food"}},
        "zero_shot.labels[1].name: missing (every label needs one)"},
-      {"/zero_shot/labels/1/name", "",
-       "zero_shot.labels[1].name: must not be empty"},
+      {"/zero_shot/labels/1/name", "", "zero_shot.labels[1].name: must not be empty"},
       {"/zero_shot/labels/1/name", "software license",
        "zero_shot.labels[1].name: duplicate label \"software license\""},
       {"/zero_shot/labels/1/description", 7,
        "zero_shot.labels[1].description: expected string, got integer"},
-      {"/zero_shot/labels/1/weight", 2.0,
-       "zero_shot.labels[1].weight: unknown key"},
+      {"/zero_shot/labels/1/weight", 2.0, "zero_shot.labels[1].weight: unknown key"},
       {"/zero_shot/labelz", json::array(), "zero_shot.labelz: unknown key"},
-      {"/extractive/max_sentences", 0,
-       "extractive.max_sentences: 0 is out of range [1, 1000]"},
-      {"/extractive/diversity", 1.5,
-       "extractive.diversity: 1.5 is out of range [0, 1]"},
-      {"/extractive/diversity", -0.1,
-       "extractive.diversity: -0.1 is out of range [0, 1]"},
-      {"/extractive/diversity", true,
-       "extractive.diversity: expected number, got boolean"},
+      {"/extractive/max_sentences", 0, "extractive.max_sentences: 0 is out of range [1, 1000]"},
+      {"/extractive/diversity", 1.5, "extractive.diversity: 1.5 is out of range [0, 1]"},
+      {"/extractive/diversity", -0.1, "extractive.diversity: -0.1 is out of range [0, 1]"},
+      {"/extractive/diversity", true, "extractive.diversity: expected number, got boolean"},
       {"/extractive/mmr", true, "extractive.mmr: unknown key"},
-      {"/batching/max_batch_size", 0,
-       "batching.max_batch_size: 0 is out of range [1, 4096]"},
+      {"/batching/max_batch_size", 0, "batching.max_batch_size: 0 is out of range [1, 4096]"},
       {"/batching/max_batch_size", 16,
        "batching.max_queue_size: 8 is smaller than max_batch_size 16"},
-      {"/batching/max_queue_size", -1,
-       "batching.max_queue_size: -1 is out of range [1, 1048576]"},
+      {"/batching/max_queue_size", -1, "batching.max_queue_size: -1 is out of range [1, 1048576]"},
       {"/batching/max_queue_delay_ms", 60000,
        "batching.max_queue_delay_ms: 60000 is out of range [0, 10000]"},
       {"/batching/max_wait", 1, "batching.max_wait: unknown key"},

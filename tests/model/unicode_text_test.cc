@@ -59,12 +59,10 @@ long ReferenceFirstError(const std::string& text) {
 TEST(ValidateUtf8Test, AcceptsWellFormedTextUpToTheBoundaries) {
   EXPECT_TRUE(ValidateUtf8("").ok());
   EXPECT_TRUE(ValidateUtf8("plain ASCII \x7f").ok());
-  for (const char32_t c : {0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF,
-                           0x10000, 0x10FFFF}) {
+  for (const char32_t c : {0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x10FFFF}) {
     std::string text;
     AppendUtf8(c, &text);
-    EXPECT_TRUE(ValidateUtf8(text).ok())
-        << std::hex << static_cast<uint32_t>(c);
+    EXPECT_TRUE(ValidateUtf8(text).ok()) << std::hex << static_cast<uint32_t>(c);
   }
   EXPECT_TRUE(ValidateUtf8("Straße İstanbul 中文 👍🏽").ok());
 }
@@ -87,8 +85,7 @@ TEST(ValidateUtf8Test, RejectsMalformedSequencesWithTheirOffset) {
       {Bytes({0xFF}), "invalid lead byte"},
       {Bytes({'a', 0x80}), "byte offset 1: unexpected continuation byte"},
       {Bytes({0xE2, 0x82}), "byte offset 0: truncated sequence"},
-      {Bytes({'o', 'k', 0xF0, 0x9F, 0x98}),
-       "byte offset 2: truncated sequence"},
+      {Bytes({'o', 'k', 0xF0, 0x9F, 0x98}), "byte offset 2: truncated sequence"},
       {Bytes({0xE2, 0x28, 0xA1}), "truncated sequence"},
       {Bytes({0xC3}), "truncated sequence"},
   };
@@ -117,8 +114,7 @@ TEST(DecodeUtf8Test, RoundTripsEveryScalarValue) {
 TEST(DecodeUtf8Test, MalformedBytesDecodeAsReplacementOneByteAtATime) {
   const std::string text = Bytes({'a', 0xE2, 0x82, 'b', 0xED, 0xA0, 0x80});
   std::u32string decoded;
-  for (size_t pos = 0; pos < text.size();)
-    decoded.push_back(DecodeUtf8At(text, &pos));
+  for (size_t pos = 0; pos < text.size();) decoded.push_back(DecodeUtf8At(text, &pos));
   EXPECT_TRUE(decoded == U"a\uFFFD\uFFFDb\uFFFD\uFFFD\uFFFD");
 }
 
@@ -126,9 +122,8 @@ TEST(DecodeUtf8Test, MalformedBytesDecodeAsReplacementOneByteAtATime) {
 // never crashes and agrees with the reference decoder on the error offset.
 TEST(ValidateUtf8Test, FuzzAgreesWithReferenceDecoder) {
   std::mt19937 rng(7);
-  const int interesting[] = {0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1,
-                             0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4,
-                             0xF5, 0xFF, 0x8F, 0x90, 0x9F, 0xA0};
+  const int interesting[] = {0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+                             0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF, 0x8F, 0x90, 0x9F, 0xA0};
   int valid = 0;
   for (int round = 0; round < 50000; ++round) {
     std::string text(std::uniform_int_distribution<size_t>(0, 12)(rng), '\0');
@@ -142,12 +137,10 @@ TEST(ValidateUtf8Test, FuzzAgreesWithReferenceDecoder) {
       ASSERT_TRUE(status.ok()) << status;
       ASSERT_EQ(EncodeUtf8(*DecodeUtf8(text)), text);
     } else {
-      ASSERT_THAT(status.message(),
-                  HasSubstr("byte offset " + std::to_string(reference) + ":"));
+      ASSERT_THAT(status.message(), HasSubstr("byte offset " + std::to_string(reference) + ":"));
     }
     size_t pos = 0;  // The lenient decoder stays in bounds.
-    while (pos < text.size())
-      ASSERT_LE(DecodeUtf8At(text, &pos), kMaxCodePoint);
+    while (pos < text.size()) ASSERT_LE(DecodeUtf8At(text, &pos), kMaxCodePoint);
   }
   EXPECT_GT(valid, 1000);
 }
@@ -166,8 +159,7 @@ class HfUnicodeTablesTest : public ::testing::Test {
   std::vector<bool> Members(const char* name) const {
     std::vector<bool> member(kMaxCodePoint + 1, false);
     for (const Json& range : tables_.at(name)) {
-      for (uint32_t c = range[0]; c <= range[1].get<uint32_t>(); ++c)
-        member[c] = true;
+      for (uint32_t c = range[0]; c <= range[1].get<uint32_t>(); ++c) member[c] = true;
     }
     return member;
   }
@@ -184,14 +176,13 @@ class HfUnicodeTablesTest : public ::testing::Test {
 
   // Checks predicate(c) == expected[c] for every scalar value.
   template <typename Predicate>
-  void ExpectSameClass(const char* name, const std::vector<bool>& expected,
-                       Predicate predicate) {
+  void ExpectSameClass(const char* name, const std::vector<bool>& expected, Predicate predicate) {
     int mismatches = 0;
     for (char32_t c = 0; c <= kMaxCodePoint; ++c) {
       if (IsSurrogate(c) || predicate(c) == expected[c]) continue;
       if (++mismatches <= 10) {
-        ADD_FAILURE() << name << ": U+" << std::hex << std::uppercase
-                      << static_cast<uint32_t>(c) << " HF says " << expected[c];
+        ADD_FAILURE() << name << ": U+" << std::hex << std::uppercase << static_cast<uint32_t>(c)
+                      << " HF says " << expected[c];
       }
     }
     EXPECT_EQ(mismatches, 0) << name;
@@ -240,8 +231,7 @@ TEST_F(HfUnicodeTablesTest, StripAccentsAgreesOnEveryCodePoint) {
       expected = it->second;
     }
     if (ours != expected && ++mismatches <= 10) {
-      ADD_FAILURE() << "strip_accents: U+" << std::hex
-                    << static_cast<uint32_t>(c);
+      ADD_FAILURE() << "strip_accents: U+" << std::hex << static_cast<uint32_t>(c);
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -255,8 +245,7 @@ TEST_F(HfUnicodeTablesTest, LowercaseAgreesOnEveryCodePoint) {
     std::u32string ours;
     AppendLowercase(c, &ours);
     const auto it = mapped.find(c);
-    const std::u32string expected =
-        it != mapped.end() ? it->second : std::u32string(1, c);
+    const std::u32string expected = it != mapped.end() ? it->second : std::u32string(1, c);
     if (ours != expected && ++mismatches <= 10) {
       ADD_FAILURE() << "lowercase: U+" << std::hex << static_cast<uint32_t>(c);
     }
@@ -266,8 +255,7 @@ TEST_F(HfUnicodeTablesTest, LowercaseAgreesOnEveryCodePoint) {
 
 TEST(UnicodeTextTest, LowercaseIsFullAndContextFree) {
   std::u32string out;
-  for (const char32_t c : std::u32string_view(U"İΣAß"))
-    AppendLowercase(c, &out);
+  for (const char32_t c : std::u32string_view(U"İΣAß")) AppendLowercase(c, &out);
   EXPECT_TRUE(out == U"i\u0307σaß");
 }
 
@@ -278,13 +266,11 @@ TEST(UnicodeTextTest, NfdDecomposesAndReordersMarks) {
 }
 
 TEST(UnicodeTextTest, BertNormalizeRunsEveryStepInHfOrder) {
-  const std::string text =
-      std::string("H\u00e9llo\t\u4e2d\u6587 \u0130\u200bx") + '\0' + "y";
+  const std::string text = std::string("H\u00e9llo\t\u4e2d\u6587 \u0130\u200bx") + '\0' + "y";
   BertNormalizerOptions options;
   EXPECT_EQ(BertNormalize(text, options), "hello  \u4e2d  \u6587  ixy");
   options.strip_accents = false;  // Lowercasing alone keeps U+0307.
-  EXPECT_EQ(BertNormalize(text, options),
-            "h\u00e9llo  \u4e2d  \u6587  i\u0307xy");
+  EXPECT_EQ(BertNormalize(text, options), "h\u00e9llo  \u4e2d  \u6587  i\u0307xy");
   options = {false, false, false, false};
   EXPECT_EQ(BertNormalize(text, options), text);
 }

@@ -1,0 +1,35 @@
+#include "server/cost_report.h"
+
+#include <gtest/gtest.h>
+
+namespace docsparse {
+namespace {
+
+TEST(CostReportTest, CopiesEveryFigureOfTheAccount) {
+  const EncoderShape shape{/*num_layers=*/2, /*num_heads=*/3, /*head_dim=*/4, /*hidden=*/12,
+                           /*intermediate=*/24};
+  CostAccount account(shape);
+  account.AddSequence(5, 8);
+  account.AddSequence(3, 8);
+  for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{25 + 9, 20, 10}, 0});
+  v1::CostReport report;
+  FillCostReport(account, AttentionKind::kDense, &report);
+  EXPECT_EQ(report.input_tokens(), 8);
+  EXPECT_EQ(report.padded_tokens(), 16);
+  EXPECT_EQ(report.windows(), 2);
+  EXPECT_EQ(report.attention(), v1::ATTENTION_KIND_DENSE);
+  ASSERT_EQ(report.layers_size(), 2);
+  EXPECT_EQ(report.layers(1).layer(), 1);
+  ASSERT_EQ(report.layers(0).head_density_size(), 3);
+  EXPECT_DOUBLE_EQ(report.layers(0).head_density(0), 1.0);
+  EXPECT_DOUBLE_EQ(report.layers(0).head_density(2), 10.0 / 34.0);
+  EXPECT_EQ(report.layers(0).head_edges(1), 20);
+  EXPECT_EQ(report.attention_edges(), account.TotalEdges());
+  EXPECT_DOUBLE_EQ(report.mean_density(), account.MeanDensity());
+  EXPECT_DOUBLE_EQ(report.attention_flops(), account.AttentionFlops());
+  EXPECT_DOUBLE_EQ(report.total_flops(), account.TotalFlops());
+  EXPECT_DOUBLE_EQ(report.dense_equivalent_flops(), account.DenseEquivalentFlops());
+}
+
+}  // namespace
+}  // namespace docsparse
