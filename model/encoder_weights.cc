@@ -1,36 +1,20 @@
 // Maps the Hugging Face tensor names of BERT, RoBERTa and DistilBERT onto
 // EncoderWeights.
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "model/checkpoint_tensor.h"
 #include "model/encoder.h"
 #include "model/safetensors.h"
 
 namespace docsparse {
 namespace {
 
-absl::StatusOr<at::ScalarType> TorchDtype(const TensorView& view) {
-  switch (view.dtype) {
-    case DType::kF32:
-      return at::kFloat;
-    case DType::kF16:
-      return at::kHalf;
-    case DType::kBF16:
-      return at::kBFloat16;
-    case DType::kF64:
-      return at::kDouble;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", view.name, "' has a non-float dtype"));
-  }
-}
-
 // Looks tensors up under the first prefix that has the embeddings, and copies
-// them out of the mapping as float32.
+// them out of the mapping as float32 (ReadFloatTensor).
 class WeightReader {
  public:
   static absl::StatusOr<WeightReader> Create(std::unique_ptr<Checkpoint> checkpoint,
@@ -49,17 +33,7 @@ class WeightReader {
 
   absl::StatusOr<at::Tensor> Get(const std::string& name,
                                  const std::vector<int64_t>& expected_shape) const {
-    ASSIGN_OR_RETURN(TensorView view, checkpoint_->Get(prefix_ + name));
-    if (view.shape != expected_shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", view.name, "' has shape [", absl::StrJoin(view.shape, ","),
-          "], config implies [", absl::StrJoin(expected_shape, ","), "]"));
-    }
-    ASSIGN_OR_RETURN(at::ScalarType dtype, TorchDtype(view));
-    // Copy rather than wrap: the mapping may be unaligned and is read-only.
-    at::Tensor tensor = at::empty(expected_shape, at::TensorOptions().dtype(dtype));
-    std::memcpy(tensor.data_ptr(), view.data, view.nbytes);
-    return tensor.to(at::kFloat);
+    return ReadFloatTensor(*checkpoint_, prefix_ + name, expected_shape);
   }
 
  private:

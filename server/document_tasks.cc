@@ -1,5 +1,7 @@
 #include "server/document_tasks.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -200,6 +202,46 @@ absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
   return model;
 }
 
+absl::Status ValidateLabels(const std::vector<std::string>& labels) {
+  std::set<std::string> seen;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty() || labels[i].size() > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: must be 1 to 1024 bytes"));
+    }
+    if (!ValidateUtf8(labels[i]).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: invalid UTF-8"));
+    }
+    if (!seen.insert(labels[i]).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels[", i, "]: duplicate label '", labels[i], "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The checkpoint's own head over each window's first token; with several
+// windows the logits are averaged weighted by the windows' token counts.
+absl::StatusOr<std::vector<LabelProbability>> ClassifyWithHead(
+    const ServedModel& model, const std::vector<std::vector<int32_t>>& windows, CostAccount* cost) {
+  ASSIGN_OR_RETURN(at::Tensor first_tokens, model.text->EmbedSequences(windows, PoolingMode::kCls,
+                                                                       /*normalize=*/false, cost));
+  c10::InferenceMode inference_mode;
+  std::vector<float> weights;
+  for (const auto& window : windows) weights.push_back(static_cast<float>(window.size()));
+  const at::Tensor w = at::tensor(weights, at::kFloat).unsqueeze(1);
+  const at::Tensor logits = (model.head->Logits(first_tokens.unsqueeze(1)) * w).sum(0) / w.sum();
+  const at::Tensor probabilities = model.head->Probabilities(logits.unsqueeze(0))[0].contiguous();
+  std::vector<LabelProbability> scores;
+  for (int i = 0; i < model.head->num_labels(); ++i) {
+    scores.push_back({model.head->labels()[i], probabilities[i].item<float>(), 0.0f});
+  }
+  std::stable_sort(scores.begin(), scores.end(),
+                   [](const LabelProbability& a, const LabelProbability& b) {
+                     return a.probability > b.probability;
+                   });
+  return scores;
+}
+
 bool HasGenerationParams(const v1::GenerationParams& params) {
   return params.has_num_beams() || params.has_max_length() || params.has_min_length() ||
          params.has_length_penalty() || params.has_early_stopping() ||
@@ -237,28 +279,18 @@ absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request, const R
   ASSIGN_OR_RETURN(const ServedModel* model,
                    FindModelFor(registry_, request.model(), Task::kClassify));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
+  // A fine-tuned head answers when the caller names no labels of its own.
+  const bool use_head = model->head != nullptr && request.labels().empty();
   const ZeroShotConfig& zero_shot = model->serving.zero_shot;
   std::vector<std::string> labels(request.labels().begin(), request.labels().end());
-  if (labels.empty()) {
+  if (labels.empty() && !use_head) {
     for (const ZeroShotLabel& label : zero_shot.labels) labels.push_back(label.name);
   }
-  if (labels.empty()) {
+  if (labels.empty() && !use_head) {
     return absl::InvalidArgumentError(
         absl::StrCat("labels: empty, and model '", model->name, "' has no default labels"));
   }
-  std::set<std::string> seen;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i].empty() || labels[i].size() > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: must be 1 to 1024 bytes"));
-    }
-    if (!ValidateUtf8(labels[i]).ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: invalid UTF-8"));
-    }
-    if (!seen.insert(labels[i]).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("labels[", i, "]: duplicate label '", labels[i], "'"));
-    }
-  }
+  RETURN_IF_ERROR(ValidateLabels(labels));
   const float temperature =
       request.has_temperature() ? request.temperature() : zero_shot.temperature;
   if (!(temperature > 0)) return absl::InvalidArgumentError("temperature: must be > 0");
@@ -269,22 +301,33 @@ absl::Status DocumentTasks::Classify(const v1::ClassifyRequest& request, const R
   RETURN_IF_ERROR(CheckPlannedGflops(*model, request.budget(), windows.windows));
 
   CostAccount cost(model->encoder->shape());
-  // Label prompts are embedded like sentences: mean pooling, unit norm.
-  ASSIGN_OR_RETURN(DocumentEmbedding document,
-                   model->text->EmbedDocument(windows, PoolingMode::kMean,
-                                              /*normalize=*/true, &cost));
-  ASSIGN_OR_RETURN(at::Tensor label_rows,
-                   model->labels->Get(labels, *model->text, zero_shot, &cost));
   response->set_model(model->name);
-  response->set_method(v1::CLASSIFICATION_METHOD_ZERO_SHOT);
-  for (const LabelProbability& score :
-       ScoreLabels(document.embedding, label_rows, labels, temperature)) {
-    v1::LabelScore* out = response->add_scores();
-    out->set_label(score.label);
-    out->set_score(score.probability);
-    out->set_similarity(score.similarity);
+  if (use_head) {
+    ASSIGN_OR_RETURN(std::vector<LabelProbability> scores,
+                     ClassifyWithHead(*model, windows.windows, &cost));
+    response->set_method(v1::CLASSIFICATION_METHOD_HEAD);
+    for (const LabelProbability& score : scores) {
+      v1::LabelScore* out = response->add_scores();
+      out->set_label(score.label);
+      out->set_score(score.probability);
+    }
+  } else {
+    // Label prompts are embedded like sentences: mean pooling, unit norm.
+    ASSIGN_OR_RETURN(DocumentEmbedding document,
+                     model->text->EmbedDocument(windows, PoolingMode::kMean,
+                                                /*normalize=*/true, &cost));
+    ASSIGN_OR_RETURN(at::Tensor label_rows,
+                     model->labels->Get(labels, *model->text, zero_shot, &cost));
+    response->set_method(v1::CLASSIFICATION_METHOD_ZERO_SHOT);
+    for (const LabelProbability& score :
+         ScoreLabels(document.embedding, label_rows, labels, temperature)) {
+      v1::LabelScore* out = response->add_scores();
+      out->set_label(score.label);
+      out->set_score(score.probability);
+      out->set_similarity(score.similarity);
+    }
   }
-  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, document.truncated,
+  FinishCost(*model, request.budget(), cost, clock, input.tokenize_ms, windows.truncated,
              response->mutable_cost());
   return absl::OkStatus();
 }
@@ -376,8 +419,12 @@ void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
     info->set_hidden_size(model->config.hidden_size);
     info->set_num_layers(model->config.num_layers);
     info->set_num_heads(model->config.num_heads);
-    for (const ZeroShotLabel& label : model->serving.zero_shot.labels) {
-      info->add_default_labels(label.name);
+    if (model->head != nullptr) {
+      for (const std::string& label : model->head->labels()) info->add_default_labels(label);
+    } else {
+      for (const ZeroShotLabel& label : model->serving.zero_shot.labels) {
+        info->add_default_labels(label.name);
+      }
     }
     info->set_default_overflow(
         model->serving.overflow == OverflowPolicy::kReject     ? v1::OVERFLOW_REJECT

@@ -58,6 +58,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
   model->labels = std::make_unique<LabelEmbeddingCache>();
+  if (model->config.has_classification_head) {
+    ASSIGN_OR_RETURN(model->head, ClassificationHead::Load(path, model->config));
+  }
   model->load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return model;

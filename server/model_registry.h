@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "model/classification_head.h"
 #include "model/cost_model.h"
 #include "model/encoder.h"
 #include "model/hf_config.h"
@@ -46,6 +47,8 @@ struct ServedModel {
   std::unique_ptr<Encoder> encoder;
   std::unique_ptr<TextEncoder> text;
   std::unique_ptr<LabelEmbeddingCache> labels;
+  // Set when the checkpoint is a fine-tuned sequence classifier.
+  std::unique_ptr<ClassificationHead> head;
   double load_seconds = 0;
 };
 
