@@ -1,7 +1,6 @@
-// docsparse: command-line client of docsparse-server.
-//
-//   docsparse [--server HOST:PORT] [--model NAME] [--json] COMMAND [FILE|-]
-//   COMMAND: embed | classify --labels a,b,c | summarize | models | health
+// docsparse: command-line client of docsparse-server (usage in kUsage).
+// This file is the flag and dispatch layer; the work is in client/.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -14,7 +13,10 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "client/docsparse_client.h"
+#include "client/load_generator.h"
+#include "client/mask_map_image.h"
 #include "client/output_format.h"
+#include "client/synthetic_document.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "docsparse-server address.");
 ABSL_FLAG(std::string, model, "", "Model name (default: the server's default model).");
@@ -28,13 +30,59 @@ ABSL_FLAG(double, max_attention_gflops, 0, "Budget: maximum attention GFLOP.");
 ABSL_FLAG(bool, strict, false, "Budget: fail instead of running over the cap.");
 ABSL_FLAG(bool, stream, false, "summarize: use SummarizeStream.");
 ABSL_FLAG(double, timeout_s, 600, "Deadline of the call, seconds.");
+ABSL_FLAG(std::string, mask_map, "",
+          "embed/classify/summarize: ask for the attention mask density maps and draw them "
+          "into this .svg or .png file.");
+ABSL_FLAG(int, mask_map_resolution, 0, "Side of each mask map in cells (0: the server's, 64).");
+// bench load
+ABSL_FLAG(std::string, task, "embed", "bench load: embed | classify | summarize.");
+ABSL_FLAG(int, concurrency, 1, "bench load: workers (requests in flight at most), 1..1024.");
+ABSL_FLAG(double, rate, 0,
+          "bench load: open loop at this many requests/s (0: closed loop, back-to-back).");
+ABSL_FLAG(std::string, arrival, "poisson", "bench load --rate: poisson | fixed inter-arrivals.");
+ABSL_FLAG(double, duration, 10, "bench load: seconds during which requests are started.");
+ABSL_FLAG(int64_t, deadline_ms, 30000, "bench load: deadline of every request, ms.");
+ABSL_FLAG(std::string, documents, "", "bench load: send every regular file under this folder.");
+ABSL_FLAG(int, synthetic_tokens, 0,
+          "bench load: send synthetic English documents of about this many tokens.");
+ABSL_FLAG(int, synthetic_count, 16, "bench load: how many different synthetic documents.");
+ABSL_FLAG(uint64_t, seed, 1, "bench load: seed of synthetic documents and Poisson arrivals.");
 
 namespace docsparse {
 namespace {
 
 constexpr char kUsage[] =
-    "docsparse [--server HOST:PORT] [--model NAME] [--json] "
-    "<embed|classify --labels a,b,c|summarize|models|health> [FILE|-]";
+    "docsparse [--server HOST:PORT] [--model NAME] [--json] COMMAND\n"
+    "  embed [FILE|-]\n"
+    "  classify [--labels a,b,c] [FILE|-]\n"
+    "  summarize [--max_sentences N] [--stream] [FILE|-]\n"
+    "  models\n"
+    "  health\n"
+    "  bench load [--task embed|classify|summarize] --concurrency C\n"
+    "             [--rate R [--arrival poisson|fixed]] --duration S\n"
+    "             (--documents DIR | --synthetic-tokens N [--synthetic-count K] [--seed S])\n"
+    "             [--deadline_ms D]\n"
+    "embed, classify and summarize also take --overflow reject|truncate|chunk, --max_density,\n"
+    "--max_attention_gflops, --strict, --timeout_s, and --mask-map OUT.svg|OUT.png\n"
+    "[--mask-map-resolution N] (draws the server's attention mask density maps);\n"
+    "bench load takes the same budget and overflow flags. FILE '-' is stdin.\n"
+    "Flag names may be written with '-' or '_' (--synthetic-tokens = --synthetic_tokens).";
+
+// Abseil flags are named with '_'; accept the '-' spelling of the same names
+// by rewriting "--a-b[=v]" to "--a_b[=v]" (values and arguments after a bare
+// "--" are left alone).
+std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg[0] != '-') continue;
+    const size_t begin = arg[1] == '-' ? 2 : 1;
+    const size_t end = std::min(arg.find('='), arg.size());
+    std::replace(arg.begin() + begin, arg.begin() + end, '-', '_');
+  }
+  return args;
+}
 
 absl::StatusOr<std::string> ReadInput(const std::string& path) {
   if (path.empty() || path == "-") {
@@ -57,6 +105,10 @@ absl::StatusOr<v1::RequestOptions> Options() {
   } else if (!overflow.empty()) {
     return absl::InvalidArgumentError("--overflow: expected reject, truncate or chunk");
   }
+  if (!absl::GetFlag(FLAGS_mask_map).empty()) {
+    options.set_return_mask_map(true);
+    options.set_mask_map_resolution(absl::GetFlag(FLAGS_mask_map_resolution));
+  }
   return options;
 }
 
@@ -75,6 +127,10 @@ v1::SparsityBudget Budget() {
 // Fills the fields every document request shares.
 template <typename Request>
 absl::Status FillCommon(const std::string& path, Request* request) {
+  if (!absl::GetFlag(FLAGS_mask_map).empty()) {
+    absl::Status mask_map = CheckMaskMapPath(absl::GetFlag(FLAGS_mask_map));
+    if (!mask_map.ok()) return mask_map;
+  }
   absl::StatusOr<std::string> text = ReadInput(path);
   if (!text.ok()) return text.status();
   absl::StatusOr<v1::RequestOptions> options = Options();
@@ -87,6 +143,21 @@ absl::Status FillCommon(const std::string& path, Request* request) {
   return absl::OkStatus();
 }
 
+// --mask-map: draws the maps of `cost`; 0 on success, 1 (with a message) if
+// there are none or the file cannot be written.
+int WriteMaskMap(const std::string& model, const v1::CostReport& cost) {
+  const std::string path = absl::GetFlag(FLAGS_mask_map);
+  if (path.empty()) return 0;
+  absl::Status written = WriteMaskMapPicture(path, model, cost);
+  if (!written.ok()) {
+    std::cerr << "docsparse: --mask-map: " << written.message() << "\n";
+    return 1;
+  }
+  std::cerr << "docsparse: wrote the mask maps of " << cost.mask_maps_size() << " layer(s) to "
+            << path << "\n";
+  return 0;
+}
+
 template <typename Response>
 int Print(const absl::StatusOr<Response>& response, std::string (*format)(const Response&),
           bool with_cost) {
@@ -97,12 +168,91 @@ int Print(const absl::StatusOr<Response>& response, std::string (*format)(const 
   }
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << ToJson(*response) << "\n";
-    return 0;
+  } else {
+    std::cout << format(*response);
   }
-  std::cout << format(*response);
   if constexpr (!std::is_same_v<Response, v1::ListModelsResponse>) {
-    if (with_cost) std::cout << FormatCostReport(response->cost());
+    if (with_cost && !absl::GetFlag(FLAGS_json)) std::cout << FormatCostReport(response->cost());
+    std::cout << std::flush;
+    return WriteMaskMap(response->model(), response->cost());
   }
+  return 0;
+}
+
+// `docsparse bench load`: the flags become LoadOptions; progress on stderr.
+int BenchLoad() {
+  LoadOptions options;
+  options.server = absl::GetFlag(FLAGS_server);
+  options.model = absl::GetFlag(FLAGS_model);
+  absl::StatusOr<LoadTask> task = ParseLoadTask(absl::GetFlag(FLAGS_task));
+  absl::StatusOr<v1::RequestOptions> request_options = Options();
+  absl::Status invalid = !task.ok() ? task.status() : request_options.status();
+  const std::string arrival = absl::GetFlag(FLAGS_arrival);
+  if (invalid.ok() && arrival != "poisson" && arrival != "fixed") {
+    invalid = absl::InvalidArgumentError("--arrival: expected poisson or fixed");
+  }
+  const std::string folder = absl::GetFlag(FLAGS_documents);
+  const int synthetic = absl::GetFlag(FLAGS_synthetic_tokens);
+  if (invalid.ok() && folder.empty() == (synthetic <= 0)) {
+    invalid = absl::InvalidArgumentError("give one of --documents DIR or --synthetic-tokens N");
+  }
+  if (invalid.ok() && !absl::GetFlag(FLAGS_mask_map).empty()) {
+    invalid = absl::InvalidArgumentError("--mask-map does not apply to bench load");
+  }
+  if (!invalid.ok()) {
+    std::cerr << "docsparse: " << invalid.message() << "\n";
+    return 2;
+  }
+  options.task = *task;
+  options.request_options = *request_options;
+  options.budget = Budget();
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.rate = absl::GetFlag(FLAGS_rate);
+  options.arrivals = arrival == "fixed" ? ArrivalProcess::kFixed : ArrivalProcess::kPoisson;
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_duration));
+  options.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  options.seed = absl::GetFlag(FLAGS_seed);
+  for (absl::string_view label :
+       absl::StrSplit(absl::GetFlag(FLAGS_labels), ',', absl::SkipWhitespace())) {
+    options.labels.emplace_back(label);
+  }
+  options.max_sentences = absl::GetFlag(FLAGS_max_sentences);
+  if (!folder.empty()) {
+    absl::StatusOr<std::vector<std::string>> documents = ReadDocuments(folder);
+    if (!documents.ok()) {
+      std::cerr << "docsparse: " << documents.status().message() << "\n";
+      return 1;
+    }
+    options.documents = *std::move(documents);
+    options.documents_description =
+        absl::StrCat(options.documents.size(), " file(s) from ", folder);
+  } else {
+    const int count = std::clamp(absl::GetFlag(FLAGS_synthetic_count), 1, 1024);
+    options.documents = SyntheticDocuments(synthetic, count, options.seed);
+    options.documents_description =
+        absl::StrCat(count, " synthetic of ~", synthetic, " tokens (seed ", options.seed, ")");
+  }
+  size_t progress_width = 0;
+  options.on_progress = [&progress_width](const LoadProgress& progress) {
+    std::string line = FormatLoadProgress(progress);
+    progress_width = std::max(progress_width, line.size());
+    line.resize(progress_width, ' ');  // erase the rest of a longer previous line
+    std::cerr << "\r" << line << std::flush;
+  };
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(std::move(options));
+  if (!generator.ok()) {
+    std::cerr << "docsparse: " << generator.status().message() << "\n";
+    return generator.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  absl::StatusOr<LoadReport> report = (*generator)->Run();
+  if (progress_width > 0) std::cerr << "\n";
+  if (!report.ok()) {
+    std::cerr << "docsparse: " << report.status().message() << "\n";
+    return 1;
+  }
+  std::cout << (absl::GetFlag(FLAGS_json) ? LoadReportToJson(*report) + "\n"
+                                          : FormatLoadReport(*report));
   return 0;
 }
 
@@ -113,6 +263,13 @@ int Run(const std::vector<char*>& args) {
   }
   const std::string command = args[1];
   const std::string path = args.size() > 2 ? args[2] : "-";
+  if (command == "bench") {
+    if (args.size() != 3 || path != "load") {
+      std::cerr << "docsparse: expected 'bench load'\nusage: " << kUsage << "\n";
+      return 2;
+    }
+    return BenchLoad();
+  }
   absl::StatusOr<std::unique_ptr<DocsparseClient>> client =
       DocsparseClient::Connect(absl::GetFlag(FLAGS_server));
   if (!client.ok()) {
@@ -152,9 +309,10 @@ int Run(const std::vector<char*>& args) {
         std::cerr << "docsparse: " << last.status().message() << "\n";
         return 1;
       }
-      std::cout << (absl::GetFlag(FLAGS_json) ? ToJson(*last)
-                                              : "\n" + FormatCostReport(last->cost()));
-      return 0;
+      std::cout << (absl::GetFlag(FLAGS_json) ? ToJson(*last) + "\n"
+                                              : "\n" + FormatCostReport(last->cost()))
+                << std::flush;
+      return WriteMaskMap(request.model(), last->cost());
     }
   } else if (command == "models") {
     return Print((*client)->ListModels(timeout), &FormatModels, false);
@@ -179,5 +337,9 @@ int Run(const std::vector<char*>& args) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(docsparse::kUsage);
-  return docsparse::Run(absl::ParseCommandLine(argc, argv));
+  std::vector<std::string> args = docsparse::NormalizeFlagNames(argc, argv);
+  std::vector<char*> pointers;
+  for (std::string& arg : args) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  return docsparse::Run(absl::ParseCommandLine(argc, pointers.data()));
 }

@@ -92,8 +92,12 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
                         config_.layer_norm_eps);
 }
 
-absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch, CostAccount* cost) const {
+absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
+                                               const std::vector<CostAccount*>& row_costs) const {
   if (batch.sequences.empty()) return absl::InvalidArgumentError("empty batch");
+  if (!row_costs.empty() && row_costs.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError("row_costs: one entry per sequence expected");
+  }
   size_t longest = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const std::vector<int32_t>& sequence = batch.sequences[i];
@@ -147,17 +151,18 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch, CostAc
     at::Tensor x = Embed(ids, types, output.lengths);
     for (int layer = 0; layer < config_.num_layers; ++layer) {
       x = Layer(x, weights_.layers[layer], output.lengths, layer, &item_costs);
-      if (cost == nullptr) continue;
-      for (int64_t row = 0; row < rows; ++row) cost->AddAttention(layer, item_costs[row]);
+      for (size_t row = 0; row < row_costs.size(); ++row) {
+        if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
+      }
     }
     output.hidden = x;
   } catch (const c10::Error& error) {
     return absl::InternalError(
         absl::StrCat("encoder forward failed: ", error.what_without_backtrace()));
   }
-  if (cost != nullptr) {
-    for (int64_t length : output.lengths) {
-      cost->AddSequence(length, static_cast<int64_t>(longest));
+  for (size_t row = 0; row < row_costs.size(); ++row) {
+    if (row_costs[row] != nullptr) {
+      row_costs[row]->AddSequence(output.lengths[row], static_cast<int64_t>(longest));
     }
   }
   return output;

@@ -63,10 +63,16 @@ class Encoder {
   Encoder(EncoderConfig config, EncoderWeights weights,
           std::unique_ptr<AttentionMechanism> attention);
 
-  // Runs the sequences as one right-padded batch. Adds each sequence's cost
-  // to `cost` (may be null). InvalidArgument for an empty batch, an empty or
-  // too long sequence, or an id outside the vocabulary.
-  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const;
+  // Runs the sequences as one right-padded batch. Adds sequence i's cost to
+  // row_costs[i] (entries may be null or repeat; an empty vector counts
+  // nothing). InvalidArgument for an empty batch, an empty or too long
+  // sequence, an id outside the vocabulary, or row_costs of the wrong size.
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
+                                        const std::vector<CostAccount*>& row_costs) const;
+  // Every sequence's cost to `cost` (may be null).
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const {
+    return Forward(batch, std::vector<CostAccount*>(batch.sequences.size(), cost));
+  }
 
   const EncoderConfig& config() const { return config_; }
   EncoderShape shape() const;

@@ -174,8 +174,10 @@ absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoi
 absl::Status ParseZeroShot(const Validator& v, const json& value, ZeroShotConfig& zero_shot) {
   ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "zero_shot", value));
   if (const json* t = reader.Get("temperature")) {
-    ASSIGN_OR_RETURN(zero_shot.temperature, v.Number(reader.PathOf("temperature"), *t, 0, 1e6,
-                                                     /*exclusive_min=*/true));
+    // Similarities lie in [-1, 1]: below 1e-4 the softmax overflows float,
+    // above 1e4 it is uniform. Requests are held to the same range.
+    ASSIGN_OR_RETURN(zero_shot.temperature,
+                     v.Number(reader.PathOf("temperature"), *t, 1e-4, 1e4));
   }
   if (const json* t = reader.Get("hypothesis_template")) {
     const std::string path = reader.PathOf("hypothesis_template");
@@ -239,6 +241,14 @@ absl::Status ParseBatching(const Validator& v, const json& value, BatchingConfig
   if (const json* n = reader.Get("max_queue_delay_ms")) {
     ASSIGN_OR_RETURN(batching.max_queue_delay_ms,
                      v.Int(reader.PathOf("max_queue_delay_ms"), *n, 0, 10000));
+  }
+  if (const json* n = reader.Get("max_batch_tokens")) {
+    ASSIGN_OR_RETURN(batching.max_batch_tokens,
+                     v.Int(reader.PathOf("max_batch_tokens"), *n, 1, int64_t{1} << 30));
+  }
+  if (const json* n = reader.Get("max_batch_attention_gflops")) {
+    ASSIGN_OR_RETURN(batching.max_batch_attention_gflops,
+                     v.Number(reader.PathOf("max_batch_attention_gflops"), *n, 1e-6, 1e9));
   }
   // A queue that cannot hold one full batch would make max_batch_size a lie.
   if (batching.max_queue_size < batching.max_batch_size) {

@@ -25,7 +25,8 @@
 //     },
 //     "extractive": {"max_sentences": 5, "diversity": 0.3},
 //     "batching": {"max_batch_size": 16, "max_queue_size": 256,
-//                  "max_queue_delay_ms": 5}
+//                  "max_queue_delay_ms": 5, "max_batch_tokens": 16384,
+//                  "max_batch_attention_gflops": 50}
 //   }
 // Checks that need other files (e.g. that "classify" has labels from here, the
 // request or a classifier head in config.json) belong to the model registry.
@@ -64,7 +65,7 @@ struct ZeroShotLabel {
 };
 
 struct ZeroShotConfig {
-  // Softmax temperature over cosine similarities (> 0).
+  // Softmax temperature over cosine similarities, in [1e-4, 1e4].
   double temperature = 0.05;
   // Contains "{}" exactly once; the label name replaces it.
   std::string hypothesis_template = "This text is about {}.";
@@ -84,6 +85,9 @@ struct BatchingConfig {
   int max_batch_size = 16;     // [1, 4096]
   int max_queue_size = 256;    // [max_batch_size, 1048576]
   int max_queue_delay_ms = 5;  // [0, 10000]: wait to fill a batch
+  // Priced-cost caps of one batch (a request over them runs alone).
+  int64_t max_batch_tokens = 16384;          // [1, 2^30]
+  double max_batch_attention_gflops = 50.0;  // [1e-6, 1e9]
 };
 
 struct ServingConfig {

@@ -47,32 +47,51 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
   return absl::InvalidArgumentError("unknown overflow policy");
 }
 
-absl::StatusOr<at::Tensor> TextEncoder::EmbedSequences(
-    const std::vector<std::vector<int32_t>>& sequences, PoolingMode pooling, bool normalize,
-    CostAccount* cost) const {
-  if (sequences.empty()) {
-    return at::empty({0, encoder_.config().hidden_size}, at::kFloat);
+absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
+    const std::vector<std::vector<int32_t>>& sequences,
+    const std::vector<CostAccount*>& row_costs) const {
+  const int64_t hidden = encoder_.config().hidden_size;
+  const int64_t count = static_cast<int64_t>(sequences.size());
+  PooledSequences pooled{at::empty({count, hidden}, at::kFloat),
+                         at::empty({count, hidden}, at::kFloat)};
+  if (!row_costs.empty() && row_costs.size() != sequences.size()) {
+    return absl::InvalidArgumentError("row_costs: one entry per sequence expected");
   }
-  // Sort by length so each batch pads little.
+  // Sort by length so each forward batch pads little.
   std::vector<size_t> order(sequences.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return sequences[a].size() < sequences[b].size(); });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sequences[a].size() < sequences[b].size();
+  });
   c10::InferenceMode inference_mode;
-  at::Tensor result = at::empty(
-      {static_cast<int64_t>(sequences.size()), encoder_.config().hidden_size}, at::kFloat);
   for (size_t first = 0; first < order.size(); first += max_batch_size_) {
     const size_t last = std::min(order.size(), first + max_batch_size_);
     EncoderBatch batch;
-    for (size_t i = first; i < last; ++i) batch.sequences.push_back(sequences[order[i]]);
-    ASSIGN_OR_RETURN(EncoderOutput output, encoder_.Forward(batch, cost));
-    at::Tensor pooled = Pool(output.hidden, output.lengths, pooling);
-    if (normalize) pooled = L2Normalize(pooled);
+    std::vector<CostAccount*> costs;
     for (size_t i = first; i < last; ++i) {
-      result[static_cast<int64_t>(order[i])].copy_(pooled[static_cast<int64_t>(i - first)]);
+      batch.sequences.push_back(sequences[order[i]]);
+      costs.push_back(row_costs.empty() ? nullptr : row_costs[order[i]]);
+    }
+    ASSIGN_OR_RETURN(EncoderOutput output, encoder_.Forward(batch, costs));
+    const at::Tensor mean = Pool(output.hidden, output.lengths, PoolingMode::kMean);
+    const at::Tensor cls = Pool(output.hidden, output.lengths, PoolingMode::kCls);
+    for (size_t i = first; i < last; ++i) {
+      const int64_t row = static_cast<int64_t>(order[i]);
+      pooled.mean[row].copy_(mean[static_cast<int64_t>(i - first)]);
+      pooled.first[row].copy_(cls[static_cast<int64_t>(i - first)]);
     }
   }
-  return result;
+  return pooled;
+}
+
+absl::StatusOr<at::Tensor> TextEncoder::EmbedSequences(
+    const std::vector<std::vector<int32_t>>& sequences, PoolingMode pooling, bool normalize,
+    CostAccount* cost) const {
+  ASSIGN_OR_RETURN(PooledSequences pooled,
+                   EncodeSequences(sequences, std::vector<CostAccount*>(sequences.size(), cost)));
+  c10::InferenceMode inference_mode;
+  at::Tensor rows = pooling == PoolingMode::kCls ? pooled.first : pooled.mean;
+  return normalize ? L2Normalize(rows) : rows;
 }
 
 absl::StatusOr<at::Tensor> TextEncoder::EmbedTexts(const std::vector<std::string>& texts,
@@ -87,21 +106,25 @@ absl::StatusOr<at::Tensor> TextEncoder::EmbedTexts(const std::vector<std::string
   return EmbedSequences(sequences, pooling, normalize, cost);
 }
 
+at::Tensor CombineWindows(const at::Tensor& window_rows,
+                          const std::vector<std::vector<int32_t>>& windows, bool normalize) {
+  c10::InferenceMode inference_mode;
+  std::vector<float> weights;
+  for (const std::vector<int32_t>& window : windows) {
+    weights.push_back(static_cast<float>(window.size()));
+  }
+  const at::Tensor w = at::tensor(weights, at::kFloat).unsqueeze(1);
+  const at::Tensor embedding = (window_rows * w).sum(0) / w.sum();
+  return normalize ? L2Normalize(embedding.unsqueeze(0)).squeeze(0) : embedding;
+}
+
 absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const DocumentWindows& windows,
                                                              PoolingMode pooling, bool normalize,
                                                              CostAccount* cost) const {
   ASSIGN_OR_RETURN(at::Tensor pooled,
                    EmbedSequences(windows.windows, pooling, /*normalize=*/false, cost));
-  c10::InferenceMode inference_mode;
-  std::vector<float> weights;
-  for (const std::vector<int32_t>& window : windows.windows) {
-    weights.push_back(static_cast<float>(window.size()));
-  }
-  at::Tensor w = at::tensor(weights, at::kFloat).unsqueeze(1);
-  at::Tensor embedding = (pooled * w).sum(0) / w.sum();
-  if (normalize) embedding = L2Normalize(embedding.unsqueeze(0)).squeeze(0);
   DocumentEmbedding result;
-  result.embedding = embedding;
+  result.embedding = CombineWindows(pooled, windows.windows, normalize);
   result.truncated = windows.truncated;
   return result;
 }

@@ -23,10 +23,22 @@ struct DocumentWindows {
   bool truncated = false;
 };
 
+// Both poolings of encoded sequences, unnormalised; rows in input order.
+struct PooledSequences {
+  at::Tensor mean;   // [sequences, h]
+  at::Tensor first;  // [sequences, h]: the first ([CLS]) token
+};
+
 struct DocumentEmbedding {
   at::Tensor embedding;  // [h]
   bool truncated = false;
 };
+
+// A document's embedding from its windows' pooled rows [windows, h]: their
+// mean weighted by window length (for mean pooling, exactly the mean over
+// every token), normalised if asked. Returns [h].
+at::Tensor CombineWindows(const at::Tensor& window_rows,
+                          const std::vector<std::vector<int32_t>>& windows, bool normalize);
 
 // Borrows the tokenizer and encoder, which must outlive it. Thread-safe.
 class TextEncoder {
@@ -52,7 +64,15 @@ class TextEncoder {
   absl::StatusOr<at::Tensor> EmbedTexts(const std::vector<std::string>& texts, PoolingMode pooling,
                                         bool normalize, CostAccount* cost) const;
 
-  // Same for already framed sequences.
+  // Encodes framed sequences in forward batches of similar length (at most
+  // max_batch_size sequences each), adding sequence i's cost to row_costs[i]
+  // (empty: not counted). Requests batched together pass their sequences
+  // here at once.
+  absl::StatusOr<PooledSequences> EncodeSequences(
+      const std::vector<std::vector<int32_t>>& sequences,
+      const std::vector<CostAccount*>& row_costs) const;
+
+  // One pooling of already framed sequences, all costs to `cost`.
   absl::StatusOr<at::Tensor> EmbedSequences(const std::vector<std::vector<int32_t>>& sequences,
                                             PoolingMode pooling, bool normalize,
                                             CostAccount* cost) const;

@@ -19,6 +19,9 @@
 namespace docsparse {
 namespace {
 
+// Vocabularies are dense id tables; real ones stay far below this (2^24).
+constexpr int64_t kMaxVocabularyId = (int64_t{1} << 24) - 1;
+
 using Json = nlohmann::json;
 
 bool IsContinuationByte(char b) { return (static_cast<uint8_t>(b) & 0xC0) == 0x80; }
@@ -38,7 +41,7 @@ absl::StatusOr<Json> ReadJsonObject(const std::string& path) {
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }
   if (!root.is_object()) {
@@ -172,6 +175,11 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromToke
     if (const char* error = FieldReader::TypeError(id, &max_chars)) {
       return reader.Error(absl::StrCat("model.vocab[\"", token, "\"]"), error);
     }
+    // Ids index a dense table: a stray huge id must not allocate gigabytes.
+    if (id.get<int64_t>() > kMaxVocabularyId) {
+      return reader.Error(absl::StrCat("model.vocab[\"", token.substr(0, 64), "\"]"),
+                          absl::StrCat("id exceeds the supported maximum ", kMaxVocabularyId));
+    }
     tok->vocab_.emplace_back(token, static_cast<int32_t>(id.get<int64_t>()));
   }
   RETURN_IF_ERROR(reader.Read(model, "model", "unk_token", &tok->unk_token_));
@@ -232,7 +240,11 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::FromToke
   // [CLS]/[SEP] are what the post-processor frames a single sequence with.
   std::string cls = "[CLS]", sep = "[SEP]";
   const Json* post = FieldReader::Find(root, "post_processor");
-  const std::string post_type = post != nullptr && post->is_object() ? post->value("type", "") : "";
+  const Json* post_type_value =
+      post != nullptr && post->is_object() ? FieldReader::Find(*post, "type") : nullptr;
+  const std::string post_type = post_type_value != nullptr && post_type_value->is_string()
+                                    ? post_type_value->get<std::string>()
+                                    : "";
   if (post_type == "TemplateProcessing") {
     // "single": [{"SpecialToken": {"id": "[CLS]", ...}}, {"Sequence": ...}]
     const auto special_name = [](const Json& piece, std::string* name) {

@@ -1,28 +1,34 @@
-// docsparse.v1.DocumentService on gRPC's callback API. Each RPC is validated
-// and queued on the InferencePool; the reactor finishes from the worker
-// thread. Requests whose client left or whose deadline passed while queued
-// are answered without running the model.
+// docsparse.v1.DocumentService on gRPC's callback API. Each RPC is prepared
+// on the callback thread (validation, tokenization: DocumentTasks) and its
+// encoder work queued on the model's batcher; the reactor finishes from the
+// batcher thread with the response, its cost report also as trailing
+// metadata (x-docsparse-*), and the request's metrics. Requests whose client
+// left or whose deadline passed while queued are answered without compute.
 #ifndef DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 #define DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 
 #include <atomic>
+#include <string>
+#include <unordered_map>
 
 #include "docsparse/v1/docsparse.grpc.pb.h"
 #include "server/document_tasks.h"
-#include "server/inference_pool.h"
 #include "server/metrics.h"
+#include "server/model_batchers.h"
 #include "server/model_registry.h"
 
 namespace docsparse {
 
 class DocumentService final : public v1::DocumentService::CallbackService {
  public:
-  // Borrows everything; all must outlive the gRPC server.
-  DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks, InferencePool& pool,
-                  Metrics& metrics)
-      : registry_(registry), tasks_(tasks), pool_(pool), metrics_(metrics) {}
+  // Borrows everything; all must outlive the gRPC server. Models must be
+  // registered in `metrics` before. At most `max_streams` SummarizeStream
+  // calls run at once; more get RESOURCE_EXHAUSTED.
+  DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks,
+                  ModelBatchers& batchers, Metrics& metrics, int max_streams);
 
-  // Until set, every RPC but ListModels answers UNAVAILABLE.
+  // Until set, and again once draining, every RPC but ListModels answers
+  // UNAVAILABLE.
   void SetReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
 
@@ -44,21 +50,30 @@ class DocumentService final : public v1::DocumentService::CallbackService {
  private:
   class SummaryStream;
 
-  // Runs `work(clock)` on the pool and finishes `reactor` with its status.
-  template <typename Work>
-  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context, const std::string& model,
-                                     const char* task, Work work);
-  // Status for a request about to run: OK, or why it should not.
-  grpc::Status Admit(grpc::CallbackServerContext* context) const;
-  // The model label for metrics: the resolved name, or "unknown".
-  std::string ModelLabel(const std::string& requested) const;
+  // Prepares the request with `prepare`, queues its job, and finishes the
+  // unary reactor when the job completes (or at once on an error).
+  template <typename Request, typename Response, typename Prepare>
+  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context, const Request* request,
+                                     Response* response, MetricTask task, Prepare prepare);
+  // Submits a prepared job bound to `context` (its deadline and whether its
+  // client left); the status to finish with when it cannot be queued.
+  absl::Status Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
+                      grpc::CallbackServerContext* context);
+  ModelMetrics& MetricsFor(const std::string& requested) const;
 
   const ModelRegistry& registry_;
   const DocumentTasks& tasks_;
-  InferencePool& pool_;
+  ModelBatchers& batchers_;
   Metrics& metrics_;
+  const int max_streams_;
+  std::atomic<int> streams_{0};
   std::atomic<bool> ready_{false};
+  // Resolved once (STYLE: label sets per model, not per request).
+  std::unordered_map<const ServedModel*, ModelMetrics*> model_metrics_;
 };
+
+// The headline figures of a cost report as x-docsparse-* metadata pairs.
+std::vector<std::pair<std::string, std::string>> CostMetadata(const v1::CostReport& cost);
 
 }  // namespace docsparse
 

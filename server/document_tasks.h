@@ -1,41 +1,48 @@
-// The work behind each DocumentService RPC, free of gRPC: validate the
-// request against the model and the server's limits, run the model, and fill
-// the response with its cost report. Called on inference threads.
+// The work behind each DocumentService RPC, free of gRPC. A task is prepared
+// on the RPC thread (validate the request against the model and the server's
+// limits, tokenize, choose the sequences to encode and price them) into an
+// EncodeJob for the model's batcher; when its batch has run, the job's
+// completion post-processes (pooling, zero-shot scores, sentence selection),
+// fills the response with its cost report and calls `complete`.
 #ifndef DOCSPARSE_SERVER_DOCUMENT_TASKS_H_
 #define DOCSPARSE_SERVER_DOCUMENT_TASKS_H_
 
-#include <chrono>
-#include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "docsparse/v1/docsparse.pb.h"
+#include "server/batcher.h"
 #include "server/model_registry.h"
+#include "server/request_validation.h"
 
 namespace docsparse {
 
-// Hard limits of this server, whatever the model allows.
-struct ServerLimits {
-  int64_t max_document_bytes = 8 << 20;
-  int64_t max_document_tokens = 1 << 17;
-};
-
-// When a request arrived and when its work started, for the timings.
-struct RequestClock {
-  std::chrono::steady_clock::time_point received;
-  std::chrono::steady_clock::time_point started;
-};
+// Called once with how the request ended; on OK the response is filled.
+using Completion = std::function<void(const absl::Status& status)>;
 
 class DocumentTasks {
  public:
   DocumentTasks(const ModelRegistry& registry, ServerLimits limits)
       : registry_(registry), limits_(limits) {}
 
-  absl::Status Embed(const v1::EmbedRequest& request, const RequestClock& clock,
-                     v1::EmbedResponse* response) const;
-  absl::Status Classify(const v1::ClassifyRequest& request, const RequestClock& clock,
-                        v1::ClassifyResponse* response) const;
-  absl::Status Summarize(const v1::SummarizeRequest& request, const RequestClock& clock,
-                         v1::SummarizeResponse* response) const;
+  // Each returns the job to submit to the model's batcher (job->pending.key
+  // names the model), or the request's error. `request` and `response` must
+  // stay valid until `complete` has run.
+  absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareEmbed(const v1::EmbedRequest& request,
+                                                          BatchClock::time_point received,
+                                                          v1::EmbedResponse* response,
+                                                          Completion complete) const;
+  absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareClassify(const v1::ClassifyRequest& request,
+                                                             BatchClock::time_point received,
+                                                             v1::ClassifyResponse* response,
+                                                             Completion complete) const;
+  absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareSummarize(const v1::SummarizeRequest& request,
+                                                              BatchClock::time_point received,
+                                                              v1::SummarizeResponse* response,
+                                                              Completion complete) const;
+
   void ListModels(v1::ListModelsResponse* response) const;
 
  private:

@@ -1,37 +1,139 @@
-// Prometheus text exposition of the server's request counters. A first,
-// small set (requests_total, model_load_seconds, build_info); the serving
-// issue adds the histograms of DESIGN.md.
+// The server's Prometheus metrics (text format 0.0.4, histograms not
+// summaries), the families of DESIGN.md "Serving" with the prefix docsparse_.
+//
+// Label sets are resolved once per model, as in Triton: RegisterModel() makes
+// a ModelMetrics handle that owns every series of that model in fixed arrays,
+// and the request path indexes them by task, status code and attention kind,
+// with no lookup by label strings and no lock. Nothing here is global: the
+// server owns one Metrics and hands the handles to whoever serves a model.
+//
+// A registered model's series exist from registration on (zeros), so every
+// family has samples from the first scrape: per task, requests_total with
+// code="OK", the histograms and counters, and mask_density /
+// attention_flops_total for the model's configured attention. Series for
+// other codes and attention kinds appear with their first observation.
 #ifndef DOCSPARSE_SERVER_METRICS_H_
 #define DOCSPARSE_SERVER_METRICS_H_
 
+#include <grpcpp/support/status_code_enum.h>
+
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
-#include <tuple>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "docsparse/v1/docsparse.pb.h"
+#include "server/drop_reason.h"
 
 namespace docsparse {
 
+// The "task" label. kInfer is KServe's ModelInfer.
+enum class MetricTask { kEmbed, kClassify, kSummarize, kSummarizeStream, kInfer };
+std::string_view MetricTaskName(MetricTask task);    // "embed", ..., "infer"
+std::string_view DropReasonName(DropReason reason);  // "deadline", "cancelled", "queue_full"
+
+// One finished request (answered with any status).
+struct RequestObservation {
+  // A duration below zero was not measured and is not observed, e.g. the
+  // queue and inference time of a request refused before it was queued.
+  static constexpr double kNotMeasured = -1;
+
+  MetricTask task = MetricTask::kEmbed;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  double request_seconds = kNotMeasured;    // arrival to response
+  double queue_seconds = kNotMeasured;      // arrival to start of work
+  double inference_seconds = kNotMeasured;  // start of work to response
+  // The response's cost report; read only when `code` is OK, may be null.
+  // Gives input_tokens, mask_density (by cost->attention(); UNSPECIFIED means
+  // the model's configured attention), the FLOP counters, request_flops and
+  // budget_unmet_total (when !cost->budget_met()).
+  const v1::CostReport* cost = nullptr;
+};
+
+namespace metrics_internal {
+struct ModelSeries;  // metrics.cc: the fixed arrays of series
+}  // namespace metrics_internal
+
+// Every series of one model. Thread-safe and lock-free: any thread may call
+// any method at any time. Made and owned by Metrics; references stay valid
+// for the Metrics' lifetime.
+class ModelMetrics {
+ public:
+  ModelMetrics(const ModelMetrics&) = delete;
+  ModelMetrics& operator=(const ModelMetrics&) = delete;
+  ~ModelMetrics();
+
+  // requests_total, request_duration_seconds, queue_duration_seconds,
+  // inference_duration_seconds and, for OK requests with a cost report, the
+  // cost families.
+  void ObserveRequest(const RequestObservation& observation);
+  // batch_size: one batch of `size` requests ran.
+  void ObserveBatch(int size);
+  // queue_depth: requests of this model waiting for compute now.
+  void SetQueueDepth(int64_t depth);
+  // inflight_requests: +1 when a request arrives, -1 when it is answered.
+  void AddInflight(int delta);
+  // dropped_requests_total. The request is still counted by ObserveRequest
+  // with the status it was answered with.
+  void CountDropped(DropReason reason);
+
+  const std::string& model() const { return model_; }
+
+ private:
+  friend class Metrics;
+
+  // `attention`: index of the configured attention kind (see metrics.cc).
+  ModelMetrics(std::string model, int attention);
+
+  const std::string model_;
+  const std::string model_label_;  // model="..." rendered once
+  const int configured_attention_;
+  // Set by RegisterModel; the unknown model's series show once it is used.
+  std::atomic<bool> registered_{false};
+  std::atomic<bool> used_{false};
+  std::atomic<double> load_seconds_{0};
+  const std::unique_ptr<metrics_internal::ModelSeries> series_;
+};
+
+// The whole exposition: every model's series plus build_info.
+// Thread-safe; RegisterModel and Render take a mutex, handles do not.
 class Metrics {
  public:
-  void SetModelLoadSeconds(const std::string& model, double seconds) ABSL_LOCKS_EXCLUDED(mu_);
-  // One finished request; `code` is the gRPC status name, e.g. "OK".
-  void CountRequest(const std::string& model, const std::string& task, const std::string& code)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // The whole exposition, text format 0.0.4.
+  // `version` is build_info's label.
+  explicit Metrics(std::string version);
+  ~Metrics();
+
+  // Creates `model`'s series; call once per model at load. `attention` is the
+  // model's configured attention ("dense", "lsg", "sbm", ...; an unknown name
+  // counts as "dense") and only decides which attention series show before
+  // the first observation. Registering a name again updates its load time and
+  // returns the same handle.
+  ModelMetrics& RegisterModel(const std::string& model, std::string_view attention,
+                              double load_seconds) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The handle for requests naming no loaded model (label model="unknown");
+  // its series are rendered once something was observed on it.
+  ModelMetrics& Unknown() { return *unknown_; }
+
+  // The registered model's handle, or null. For wiring at start-up, not for
+  // the request path.
+  ModelMetrics* Find(std::string_view model) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The exposition, text format 0.0.4; serve as
+  // "text/plain; version=0.0.4; charset=utf-8".
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  const std::string version_;
   mutable absl::Mutex mu_;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_
-      ABSL_GUARDED_BY(mu_);
-  std::map<std::string, double> load_seconds_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<ModelMetrics>, std::less<>> models_ ABSL_GUARDED_BY(mu_);
+  ModelMetrics* unknown_;  // owned by models_ under "unknown"
 };
-
-// Escapes a label value for the text format (backslash, quote, newline).
-std::string EscapeLabelValue(const std::string& value);
 
 }  // namespace docsparse
 

@@ -7,38 +7,40 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quote.h"
 #include "common/status_macros.h"
 #include "model/wordpiece_tokenizer.h"
-#include "model/zero_shot.h"
 
 namespace docsparse {
 
-absl::StatusOr<at::Tensor> LabelEmbeddingCache::Get(const std::vector<std::string>& labels,
-                                                    const TextEncoder& encoder,
-                                                    const ZeroShotConfig& config,
-                                                    CostAccount* cost) {
+std::vector<std::string> LabelEmbeddingCache::Missing(
+    const std::vector<std::string>& labels) const {
   std::vector<std::string> missing;
+  absl::MutexLock lock(&mu_);
+  for (const std::string& label : labels) {
+    if (embeddings_.count(label) == 0) missing.push_back(label);
+  }
+  return missing;
+}
+
+void LabelEmbeddingCache::Insert(const std::string& label, const at::Tensor& embedding) {
+  absl::MutexLock lock(&mu_);
+  if (embeddings_.size() >= kCapacity) return;
+  embeddings_.emplace(label, embedding.clone());
+}
+
+absl::StatusOr<at::Tensor> LabelEmbeddingCache::Rows(const std::vector<std::string>& labels) const {
+  std::vector<at::Tensor> rows;
   {
     absl::MutexLock lock(&mu_);
     for (const std::string& label : labels) {
-      if (embeddings_.count(label) == 0) missing.push_back(label);
+      auto it = embeddings_.find(label);
+      if (it == embeddings_.end()) {
+        return absl::NotFoundError(absl::StrCat("no embedding for label '", label, "'"));
+      }
+      rows.push_back(it->second);
     }
   }
-  if (!missing.empty()) {
-    // Embedded outside the lock: two requests may both embed a new label,
-    // which is cheaper than serialising every classification behind one.
-    std::vector<std::string> prompts;
-    for (const std::string& label : missing) prompts.push_back(LabelPrompt(label, config));
-    ASSIGN_OR_RETURN(at::Tensor rows,
-                     encoder.EmbedTexts(prompts, PoolingMode::kMean, /*normalize=*/true, cost));
-    absl::MutexLock lock(&mu_);
-    for (size_t i = 0; i < missing.size(); ++i) {
-      embeddings_.emplace(missing[i], rows[static_cast<int64_t>(i)].clone());
-    }
-  }
-  std::vector<at::Tensor> rows;
-  absl::MutexLock lock(&mu_);
-  for (const std::string& label : labels) rows.push_back(embeddings_.at(label));
   c10::InferenceMode inference_mode;
   return at::stack(rows);
 }
@@ -99,7 +101,7 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   std::vector<std::string> names;
   for (const auto& [known, unused] : models_) names.push_back(known);
   return absl::NotFoundError(
-      absl::StrCat("model '", name, "' not found; available: ", absl::StrJoin(names, ", ")));
+      absl::StrCat("model ", Quote(name), " not found; available: ", absl::StrJoin(names, ", ")));
 }
 
 std::vector<const ServedModel*> ModelRegistry::models() const {

@@ -25,16 +25,24 @@ namespace docsparse {
 
 // Label embeddings for zero-shot classification, computed on first use and
 // kept: a label's embedding depends only on the model and its prompt.
+// Requests embed the labels they miss together with their document (in the
+// same batch) and insert them afterwards.
 class LabelEmbeddingCache {
  public:
-  // [labels, h] unit-norm rows. The cost of labels embedded by this call is
-  // added to `cost`.
-  absl::StatusOr<at::Tensor> Get(const std::vector<std::string>& labels, const TextEncoder& encoder,
-                                 const ZeroShotConfig& config, CostAccount* cost)
+  static constexpr size_t kCapacity = 4096;
+
+  // The labels without an embedding yet, in order.
+  std::vector<std::string> Missing(const std::vector<std::string>& labels) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps the first embedding inserted for a label, up to kCapacity labels
+  // (callers' label sets are unbounded over time; memory is not).
+  void Insert(const std::string& label, const at::Tensor& embedding) ABSL_LOCKS_EXCLUDED(mu_);
+  // [labels, h]; NotFound names a label that is not cached.
+  absl::StatusOr<at::Tensor> Rows(const std::vector<std::string>& labels) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, at::Tensor> embeddings_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -24,8 +24,9 @@
 #include "server/document_service.h"
 #include "server/document_tasks.h"
 #include "server/http_endpoint.h"
-#include "server/inference_pool.h"
+#include "server/kserve_service.h"
 #include "server/metrics.h"
+#include "server/model_batchers.h"
 #include "server/model_registry.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
@@ -33,8 +34,12 @@ ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
 ABSL_FLAG(int, metrics_port, 9090, "HTTP port for /metrics, /healthz, /readyz (0: free one).");
 ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
-ABSL_FLAG(int, workers, 1, "Inference worker threads (requests run concurrently).");
-ABSL_FLAG(int, max_queue, 256, "Requests waiting for a worker before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_queue, 256,
+          "Requests waiting per model before RESOURCE_EXHAUSTED (also capped by the model's "
+          "batching.max_queue_size).");
+ABSL_FLAG(int, max_batch_size, 0,
+          "Overrides every model's batching.max_batch_size (0: keep; 1: no batching).");
+ABSL_FLAG(int, max_concurrent_streams, 64, "SummarizeStream calls running at once.");
 ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes.");
 ABSL_FLAG(int64_t, max_document_tokens, 1 << 17, "Largest document accepted, in tokens.");
 ABSL_FLAG(double, shutdown_grace_seconds, 30, "Time in-flight requests get on shutdown.");
@@ -79,7 +84,7 @@ int Serve() {
                           : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(1, threads));
 
-  Metrics metrics;
+  Metrics metrics(DOCSPARSE_VERSION);
   std::atomic<bool> ready{false};
   const std::string host = absl::GetFlag(FLAGS_host);
   auto http = HttpEndpoint::Start(
@@ -96,7 +101,7 @@ int Serve() {
     return 1;
   }
   for (const ServedModel* model : (*registry)->models()) {
-    metrics.SetModelLoadSeconds(model->name, model->load_seconds);
+    metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
     std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
               << " in " << model->load_seconds << " s\n";
   }
@@ -105,9 +110,12 @@ int Serve() {
   limits.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
   limits.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
   DocumentTasks tasks(**registry, limits);
-  auto pool = std::make_unique<InferencePool>(absl::GetFlag(FLAGS_workers),
-                                              static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)));
-  DocumentService service(**registry, tasks, *pool, metrics);
+  auto batchers =
+      std::make_unique<ModelBatchers>(**registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
+                                      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)));
+  DocumentService service(**registry, tasks, *batchers, metrics,
+                          absl::GetFlag(FLAGS_max_concurrent_streams));
+  KServeService kserve(**registry, tasks, *batchers, metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -116,6 +124,7 @@ int Serve() {
   builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
                            grpc::InsecureServerCredentials(), &grpc_port);
   builder.RegisterService(&service);
+  builder.RegisterService(&kserve);
   // Documents are large: allow the byte limit plus room for the envelope.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(limits.max_document_bytes + (1 << 20), INT32_MAX)));
@@ -145,15 +154,21 @@ int Serve() {
     }
   }
   service.SetReady(true);
+  kserve.SetReady(true);
   ready.store(true);
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
+  health->SetServingStatus("inference.GRPCInferenceService", true);
   std::cout << "docsparse-server: ready" << std::endl;
 
   std::thread stopper([&] {
     const int signal_number = WaitForStopSignal();
     std::cout << "docsparse-server: signal " << signal_number << ", shutting down" << std::endl;
+    // Drain: refuse new work, report NOT_SERVING, let in-flight requests
+    // finish within the grace period, then cancel what is left.
     ready.store(false);
+    service.SetReady(false);
+    kserve.SetReady(false);
     health->SetServingStatus(false);
     const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::duration<double>(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
@@ -161,7 +176,7 @@ int Serve() {
   });
   server->Wait();
   stopper.join();
-  pool.reset();  // runs what was accepted, joins workers
+  batchers.reset();  // finishes whatever is still queued, joins the threads
   (*http)->Stop();
   std::cout << "docsparse-server: stopped" << std::endl;
   return 0;

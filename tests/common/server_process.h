@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -48,7 +50,15 @@ class ServerProcess {
         const size_t http = output_.find("http=", begin) + 5;
         http_address_ = output_.substr(http, output_.find('\n', http) - http);
       }
-      if (output_.find("docsparse-server: ready") != std::string::npos) return true;
+      if (output_.find("docsparse-server: ready") != std::string::npos) {
+        // Keep draining the pipe: a server blocked on a full pipe (64 KiB of
+        // log lines) would look like a hung server.
+        drainer_ = std::thread([this] {
+          while (ReadSome(200)) {
+          }
+        });
+        return true;
+      }
     }
     return false;
   }
@@ -59,18 +69,23 @@ class ServerProcess {
     if (pid_ <= 0) return std::nullopt;
     kill(pid_, signal);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::optional<int> code;
     while (std::chrono::steady_clock::now() < deadline) {
-      ReadSome(50);
+      if (!drainer_.joinable()) ReadSome(50);
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    if (!code.has_value()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
     pid_ = -1;
-    return std::nullopt;
+    if (drainer_.joinable()) drainer_.join();  // the pipe closed with the process
+    return code;
   }
 
   ~ServerProcess() {
@@ -80,7 +95,10 @@ class ServerProcess {
 
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& http_address() const { return http_address_; }
-  const std::string& output() const { return output_; }
+  std::string output() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return output_;
+  }
 
  private:
   // Reads what is available within `ms`; false once the pipe closed.
@@ -90,13 +108,16 @@ class ServerProcess {
     char buffer[4096];
     const ssize_t n = read(fd_, buffer, sizeof(buffer));
     if (n <= 0) return false;
+    std::lock_guard<std::mutex> lock(mu_);
     output_.append(buffer, static_cast<size_t>(n));
     return true;
   }
 
   pid_t pid_ = -1;
   int fd_ = -1;
-  std::string output_;
+  std::thread drainer_;  // reads the pipe once the server is ready
+  mutable std::mutex mu_;
+  std::string output_;  // guarded by mu_ once drainer_ runs
   std::string grpc_address_;
   std::string http_address_;
 };

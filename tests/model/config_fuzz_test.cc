@@ -9,6 +9,7 @@
 // The cases run in forked children (with a cap on their address space), so a
 // crash or a hang fails the test naming the case, saved to a file for
 // reproduction, instead of taking the test binary down.
+#include <cxxabi.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +37,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "model/hf_config.h"
 #include "model/serving_config.h"
 #include "model/unicode_text.h"
@@ -109,27 +112,65 @@ Json Nested(int depth) {
 // Values a field may be replaced with: every JSON type, boundaries of the
 // ranges the readers check, and the values of other fields.
 const std::vector<Json>& InterestingValues() {
-  static const std::vector<Json> values = {
-      nullptr, true, false, 0, -1, 1, 2, 3, 12, 384, 1.5, -0.5, 0.0, -0.0, 1e-300, 1e308,
-      -1e308, 2147483647, int64_t{2147483648}, int64_t{-2147483648}, int64_t{-2147483649},
-      int64_t{4294967296}, std::numeric_limits<int64_t>::max(),
-      std::numeric_limits<int64_t>::min(), std::numeric_limits<uint64_t>::max(), 16777216,
-      16777217, 65536, 65537, 4096, 4097, 1048576, 1048577, 1000, 1001, 10000, 10001, "", "x",
-      "gelu", "swish", "bert", "roberta", "distilbert", "dense", "lsg", "mean", "cls", "chunk",
-      "reject", "embed", "[UNK]", "##", "{}", "{}{}", "This text is about {}.",
-      std::string(5000, 'a'), std::string("\0", 1), "\xe6\x97\xa5\xe6\x9c\xac", Json::array(),
-      Json::object(), Json::array({1, "a", nullptr}), Json{{"name", "x"}}, Json{{"a", 1}},
-      Nested(40)};
+  static const std::vector<Json> values = [] {
+    std::vector<Json> v = {nullptr, true, false, Json::array(), Json::object(), Nested(40)};
+    for (int64_t n :
+         {0,     1,     2,     3,     12,      384,     1000,     1001,     4096,       4097,
+          10000, 10001, 65536, 65537, 1048576, 1048577, 16777216, 16777217, 2147483647, -1}) {
+      v.push_back(n);
+    }
+    for (int64_t n :
+         {int64_t{2147483648}, int64_t{-2147483648}, int64_t{-2147483649}, int64_t{4294967296},
+          std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+      v.push_back(n);
+    }
+    v.push_back(std::numeric_limits<uint64_t>::max());
+    for (double x : {1.5, -0.5, 0.0, -0.0, 1e-300, 1e-40, 1e308, -1e308}) v.push_back(x);
+    // Other fields' values, and strings the readers look for.
+    for (absl::string_view text :
+         absl::StrSplit("x gelu swish bert roberta distilbert dense lsg mean cls chunk reject "
+                        "embed [UNK] ## {} {}{} \xe6\x97\xa5",
+                        ' ')) {
+      v.push_back(std::string(text));
+    }
+    for (const char* text : {"", "This text is about {}."}) v.push_back(text);
+    v.push_back(std::string(5000, 'a'));
+    v.push_back(std::string("\0", 1));
+    v.push_back(Json::array({1, "a", nullptr}));
+    v.push_back(Json{{"name", "x"}});
+    v.push_back(Json{{"a", 1}});
+    return v;
+  }();
   return values;
 }
 
 // Raw JSON text that no Json value serialises to.
 const std::vector<std::string>& RawValueTexts() {
-  static const std::vector<std::string> texts = {
-      "1e400", "-1e400", "1e-400", "123456789012345678901234567890",
-      "-123456789012345678901234567890", "18446744073709551616", "-0", "01", "1.", ".5", "NaN",
-      "Infinity", "-", "0x10", "\"\\ud800\"", "\"\\udc00x\"", "\"\xff\"", "\"\xc0\xaf\"",
-      "\"\\u0000\"", "tru", "nul", "[1,]", "{\"a\"}", "{,}", "\"unterminated"};
+  static const std::vector<std::string> texts = {"1e400",
+                                                 "-1e400",
+                                                 "1e-400",
+                                                 "123456789012345678901234567890",
+                                                 "-123456789012345678901234567890",
+                                                 "18446744073709551616",
+                                                 "-0",
+                                                 "01",
+                                                 "1.",
+                                                 ".5",
+                                                 "NaN",
+                                                 "Infinity",
+                                                 "-",
+                                                 "0x10",
+                                                 "\"\\ud800\"",
+                                                 "\"\\udc00x\"",
+                                                 "\"\xff\"",
+                                                 "\"\xc0\xaf\"",
+                                                 "\"\\u0000\"",
+                                                 "tru",
+                                                 "nul",
+                                                 "[1,]",
+                                                 "{\"a\"}",
+                                                 "{,}",
+                                                 "\"unterminated"};
   return texts;
 }
 
@@ -208,9 +249,25 @@ void MutateBytes(Rng& rng, Case* c) {
       break;
     }
     case 4: {
-      static const std::vector<std::string> tokens = {
-          "{", "}", "[", "]", ",", ":", "\"", "\\", "null", "1e400", "-1", "\xff", "\xc0\xaf",
-          "/*", "NaN", "\\u0000", std::string("\0", 1), "\"\\ud800\"", "{\"a\":1}"};
+      static const std::vector<std::string> tokens = {"{",
+                                                      "}",
+                                                      "[",
+                                                      "]",
+                                                      ",",
+                                                      ":",
+                                                      "\"",
+                                                      "\\",
+                                                      "null",
+                                                      "1e400",
+                                                      "-1",
+                                                      "\xff",
+                                                      "\xc0\xaf",
+                                                      "/*",
+                                                      "NaN",
+                                                      "\\u0000",
+                                                      std::string("\0", 1),
+                                                      "\"\\ud800\"",
+                                                      "{\"a\":1}"};
       const std::string& token = rng.Pick(tokens);
       t.insert(pos, token);
       c->what += "insert '" + Preview(token) + "' at " + std::to_string(pos) + "; ";
@@ -254,7 +311,9 @@ bool MutateStructure(Rng& rng, Case* c) {
       std::advance(it, static_cast<long>(rng.Below(doc[at].size())));
       const std::string key = it.key();
       const Json value = rng.Chance(0.5) ? it.value() : rng.Pick(InterestingValues());
-      const std::string marker = "\x01" "DUP";
+      const std::string marker =
+          "\x01"
+          "DUP";
       doc[at][marker] = 0;
       std::string text = doc.dump();
       const std::string marker_pair = Json(marker).dump() + ":0";
@@ -275,8 +334,8 @@ bool MutateStructure(Rng& rng, Case* c) {
       if (numbers.empty()) return false;
       const auto& at = rng.Pick(numbers);
       const double old = doc[at].get<double>();
-      const std::vector<Json> candidates = {-old, old * 2, old + 1, old - 1, 0, -1,
-                                            std::numeric_limits<int64_t>::max(), 1e300};
+      const std::vector<Json> candidates = {
+          -old, old * 2, old + 1, old - 1, 0, -1, std::numeric_limits<int64_t>::max(), 1e300};
       const Json& value = rng.Pick(candidates);
       c->what += "number " + at.to_string() + " = " + value.dump() + "; ";
       doc[at] = value;
@@ -285,7 +344,7 @@ bool MutateStructure(Rng& rng, Case* c) {
     case 4: {  // unknown or odd key
       if (objects.empty()) return false;
       const auto& at = rng.Pick(objects);
-      static const std::vector<std::string> keys = {"foo", "", std::string("\0", 1), "type",
+      static const std::vector<std::string> keys = {"foo",  "",      std::string("\0", 1), "type",
                                                     "name", "vocab", "\xe2\x82\xac"};
       const std::string& key = rng.Pick(keys);
       c->what += "add key " + at.to_string() + "/" + Preview(key) + "; ";
@@ -319,19 +378,21 @@ bool MutateStructure(Rng& rng, Case* c) {
     }
     default: {  // deep nesting
       const auto& at = rng.Pick(all);
-      static const std::vector<int> depths = {64, 1000, 20000, 200000};
-      const int depth = rng.Pick(depths);
+      // Up to 100000 deep, which overflows the stack of a recursive reader
+      // (a deep case costs milliseconds, so most are shallower).
+      static const std::vector<int> depths = {64, 64, 1000, 1000, 10000, 100000};
       const bool arrays_only = rng.Chance(0.5);
-      const std::string nested = arrays_only ? std::string(depth, '[') + std::string(depth, ']')
-                                             : [&] {
-                                                 std::string s;
-                                                 for (int i = 0; i < depth; ++i) s += "{\"a\":";
-                                                 return s + "1" + std::string(depth, '}');
-                                               }();
+      const int depth = rng.Pick(depths);
+      const std::string nested =
+          arrays_only ? std::string(depth, '[') + std::string(depth, ']') : [&] {
+            std::string s;
+            for (int i = 0; i < depth; ++i) s += "{\"a\":";
+            return s + "1" + std::string(depth, '}');
+          }();
       c->text = DumpWithRawValue(doc, at, nested);
       c->deep = true;
-      c->what += "nest " + std::to_string(depth) + (arrays_only ? " arrays" : " objects") +
-                 " at " + at.to_string() + "; ";
+      c->what += "nest " + std::to_string(depth) + (arrays_only ? " arrays" : " objects") + " at " +
+                 at.to_string() + "; ";
       return true;
     }
   }
@@ -394,7 +455,8 @@ std::string CheckError(const absl::Status& status, const std::string& source,
     return "code " + absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
   }
   const std::string message(status.message());
-  if (message.rfind(source + ":", 0) != 0) return "message does not start with the source: " + message;
+  if (message.rfind(source + ":", 0) != 0)
+    return "message does not start with the source: " + message;
   const std::string rest = message.substr(source.size());
   for (const char* general :
        {"not valid JSON", "top level", "expected a JSON object", "unknown key", "unknown field"}) {
@@ -420,7 +482,8 @@ std::string CheckEncoderConfig(const EncoderConfig& c) {
   if (distil ? c.type_vocab_size != 0 : c.type_vocab_size < 1) {
     bad << "type_vocab_size " << c.type_vocab_size << "; ";
   }
-  if (c.pad_token_id < -1 || c.pad_token_id >= c.vocab_size) bad << "pad " << c.pad_token_id << "; ";
+  if (c.pad_token_id < -1 || c.pad_token_id >= c.vocab_size)
+    bad << "pad " << c.pad_token_id << "; ";
   if (c.architecture == Architecture::kRoberta && c.pad_token_id < 0) bad << "roberta pad; ";
   if (!(c.layer_norm_eps > 0) || !std::isfinite(c.layer_norm_eps)) {
     bad << "layer_norm_eps " << c.layer_norm_eps << "; ";
@@ -441,7 +504,12 @@ std::string CheckServingConfig(const ServingConfig& c) {
     bad << "max_document_tokens " << c.max_document_tokens << "; ";
   }
   const ZeroShotConfig& z = c.zero_shot;
-  if (!(z.temperature > 0) || !std::isfinite(z.temperature)) bad << "temperature; ";
+  // The server divides similarities by the temperature as a float: below
+  // FLT_MIN it becomes 0 or a subnormal, and every score NaN.
+  if (!(static_cast<float>(z.temperature) >= std::numeric_limits<float>::min()) ||
+      !std::isfinite(z.temperature)) {
+    bad << "temperature " << z.temperature << "; ";
+  }
   const size_t braces = z.hypothesis_template.find("{}");
   if (braces == std::string::npos ||
       z.hypothesis_template.find("{}", braces + 2) != std::string::npos) {
@@ -449,13 +517,15 @@ std::string CheckServingConfig(const ServingConfig& c) {
   }
   std::set<std::string> names;
   for (const ZeroShotLabel& label : z.labels) {
-    if (label.name.empty() || !names.insert(label.name).second) bad << "label '" << label.name << "'; ";
+    if (label.name.empty() || !names.insert(label.name).second)
+      bad << "label '" << label.name << "'; ";
   }
   if (c.extractive.max_sentences < 1 || c.extractive.max_sentences > 1000) bad << "max_sentences; ";
   if (!(c.extractive.diversity >= 0 && c.extractive.diversity <= 1)) bad << "diversity; ";
   const BatchingConfig& b = c.batching;
   if (b.max_batch_size < 1 || b.max_batch_size > 4096) bad << "max_batch_size; ";
-  if (b.max_queue_size < b.max_batch_size || b.max_queue_size > (1 << 20)) bad << "max_queue_size; ";
+  if (b.max_queue_size < b.max_batch_size || b.max_queue_size > (1 << 20))
+    bad << "max_queue_size; ";
   if (b.max_queue_delay_ms < 0 || b.max_queue_delay_ms > 10000) bad << "max_queue_delay_ms; ";
   return bad.str();
 }
@@ -468,7 +538,7 @@ std::string CheckTokenizer(const WordPieceTokenizer& t) {
   if (t.special_tokens().unk < 0 || t.special_tokens().unk >= size) bad << "unk id; ";
   for (const std::string& text : std::vector<std::string>{
            "Hello, world! unaffable", "\xe6\x97\xa5\xe6\x9c\xac [UNK] [CLS] ##s", "a\xcc\x81 \t x",
-        "", std::string(300, 'x'), std::string("\0 \x01", 3)}) {
+           "", std::string(300, 'x'), std::string("\0 \x01", 3)}) {
     const std::vector<int32_t> ids = t.Encode(text);
     for (const int32_t id : ids) {
       if (id < 0 || id >= size || !t.IdToToken(id).has_value()) {
@@ -482,6 +552,14 @@ std::string CheckTokenizer(const WordPieceTokenizer& t) {
 }
 
 // --------------------------------------------------------------- runner --
+
+std::string TypeName(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  const std::string out = status == 0 && name != nullptr ? name : type.name();
+  std::free(name);
+  return out;
+}
 
 std::string OneLine(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
@@ -539,8 +617,7 @@ std::string ErrorKind(const std::string& message, size_t source_size) {
 // Runs run_case(0 .. count-1) in forked children. A case whose outcome has a
 // violation, that kills its child or that makes no progress for kCaseTimeout
 // is reported; after a crash or hang a new child resumes at the next case.
-RunReport RunIsolated(int count, size_t source_size,
-                      const std::function<Outcome(int)>& run_case) {
+RunReport RunIsolated(int count, size_t source_size, const std::function<Outcome(int)>& run_case) {
   RunReport report;
   int next = 0;
   int restarts = 0;
@@ -562,7 +639,7 @@ RunReport RunIsolated(int count, size_t source_size,
         try {
           outcome = run_case(i);
         } catch (const std::exception& e) {
-          outcome.violation = std::string("threw ") + typeid(e).name() + ": " + e.what();
+          outcome.violation = "threw " + TypeName(typeid(e)) + ": " + e.what();
         } catch (...) {
           outcome.violation = "threw a non-std exception";
         }
@@ -624,10 +701,10 @@ RunReport RunIsolated(int count, size_t source_size,
     waitpid(pid, &status, 0);
     close(fds[0]);
     if (ended && !hung && WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
-    std::string why = hung ? "hung (no progress for " + std::to_string(kCaseTimeout.count()) + " ms)"
-                      : WIFSIGNALED(status)
-                          ? std::string("crashed: ") + strsignal(WTERMSIG(status))
-                          : "child exited with code " + std::to_string(WEXITSTATUS(status));
+    std::string why =
+        hung ? "hung (no progress for " + std::to_string(kCaseTimeout.count()) + " ms)"
+        : WIFSIGNALED(status) ? std::string("crashed: ") + strsignal(WTERMSIG(status))
+                              : "child exited with code " + std::to_string(WEXITSTATUS(status));
     report.violations.push_back({current, why});
     next = std::max(current + 1, next + 1);
     if (++restarts >= 40) {
@@ -675,21 +752,23 @@ void Fuzz(const Reader& reader, int cases) {
     std::cout << "[ fuzz ]   " << kinds[i].first << " x \"" << Preview(kinds[i].second, 90)
               << "\"\n";
   }
-  int shown = 0;
+  // One failure per kind of violation (its first case), with the count.
+  std::map<std::string, std::vector<const CaseReport*>> by_kind;
   for (const CaseReport& violation : report.violations) {
-    if (++shown > 8) {
-      ADD_FAILURE() << "... and " << report.violations.size() - 8 << " more violations";
-      break;
-    }
+    by_kind[ErrorKind(violation.what, 0).substr(0, 60)].push_back(&violation);
+  }
+  for (const auto& [kind, reports] : by_kind) {
+    const CaseReport& violation = *reports.front();
+    const std::string count = std::to_string(reports.size()) + " case(s) like this; first: ";
     if (violation.index < 0 || violation.index >= cases) {
-      ADD_FAILURE() << reader.file_name << ": " << violation.what;
+      ADD_FAILURE() << reader.file_name << ": " << count << violation.what;
       continue;
     }
     const Case c = MakeCase(reader.base_text, kSeed, violation.index);
     const std::string saved = dir + "/case_" + std::to_string(violation.index) + ".json";
     WriteText(saved, c.text);
-    ADD_FAILURE() << reader.file_name << " case " << violation.index << " (" << c.what
-                  << "): " << violation.what << "\n  input saved to " << saved
+    ADD_FAILURE() << reader.file_name << ": " << count << "case " << violation.index << " ("
+                  << c.what << "): " << violation.what << "\n  input saved to " << saved
                   << "\n  starts: " << Preview(c.text);
   }
 }
@@ -699,9 +778,9 @@ void Fuzz(const Reader& reader, int cases) {
 // A small valid tokenizer.json in Hugging Face's layout: a few tokens.
 Json SmallTokenizerJson() {
   Json vocab = Json::object();
-  const char* tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello",
-                          "world", "##s",   ",",     "!",     "un",     "##aff",
-                          "##able", "\xe6\x97\xa5", "a", "x", "##x"};
+  const char* tokens[] = {"[PAD]",  "[UNK]",        "[CLS]", "[SEP]", "[MASK]", "hello",
+                          "world",  "##s",          ",",     "!",     "un",     "##aff",
+                          "##able", "\xe6\x97\xa5", "a",     "x",     "##x"};
   for (int i = 0; i < static_cast<int>(std::size(tokens)); ++i) vocab[tokens[i]] = i;
   Json added = Json::array();
   for (int i = 0; i < 5; ++i) {
@@ -713,39 +792,38 @@ Json SmallTokenizerJson() {
                      {"normalized", false},
                      {"special", true}});
   }
-  return {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer",
-       {{"type", "BertNormalizer"},
-        {"clean_text", true},
-        {"handle_chinese_chars", true},
-        {"strip_accents", nullptr},
-        {"lowercase", true}}},
-      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single",
-         Json::array({{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", 0}}}},
-                      {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                      {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}})},
-        {"special_tokens",
-         {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
-          {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}}},
-      {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
-      {"model",
-       {{"type", "WordPiece"},
-        {"unk_token", "[UNK]"},
-        {"continuing_subword_prefix", "##"},
-        {"max_input_chars_per_word", 100},
-        {"vocab", vocab}}}};
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer",
+           {{"type", "BertNormalizer"},
+            {"clean_text", true},
+            {"handle_chinese_chars", true},
+            {"strip_accents", nullptr},
+            {"lowercase", true}}},
+          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+          {"post_processor",
+           {{"type", "TemplateProcessing"},
+            {"single", Json::array({{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", 0}}}},
+                                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                                    {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}})},
+            {"special_tokens",
+             {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
+              {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}}},
+          {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
+          {"model",
+           {{"type", "WordPiece"},
+            {"unk_token", "[UNK]"},
+            {"continuing_subword_prefix", "##"},
+            {"max_input_chars_per_word", 100},
+            {"vocab", vocab}}}};
 }
 
 template <typename T>
 Outcome Judge(const absl::StatusOr<T>& result, const std::string& source,
-              const std::set<std::string>& fields, const std::function<std::string(const T&)>& sane) {
+              const std::set<std::string>& fields,
+              const std::function<std::string(const T&)>& sane) {
   Outcome outcome;
   outcome.accepted = result.ok();
   if (result.ok()) {
@@ -760,8 +838,8 @@ Outcome Judge(const absl::StatusOr<T>& result, const std::string& source,
 
 // Both the file reader and, when the text is JSON, the in-memory parser.
 template <typename T>
-Outcome JudgeBoth(const absl::StatusOr<T>& loaded, const std::string& path,
-                  const std::string& text, const std::set<std::string>& fields,
+Outcome JudgeBoth(const absl::StatusOr<T>& loaded, const std::string& path, const std::string& text,
+                  const std::set<std::string>& fields,
                   const std::function<absl::StatusOr<T>(const Json&)>& parse,
                   const std::function<std::string(const T&)>& sane) {
   Outcome outcome = Judge<T>(loaded, path, fields, sane);
@@ -774,47 +852,125 @@ Outcome JudgeBoth(const absl::StatusOr<T>& loaded, const std::string& path,
 }
 
 TEST(ConfigFuzzTest, EncoderConfigMutationsGiveASaneConfigOrANamedError) {
-  Reader reader{"encoder", "config.json", ReadText(kSourceDir + "/models/minilm/config.json"),
-                [](const std::string& path, const std::string& text,
-                   const std::set<std::string>& fields) {
-                  return JudgeBoth<EncoderConfig>(
-                      LoadEncoderConfig(path), path, text, fields,
-                      [](const Json& doc) { return ParseEncoderConfig(doc, "in-memory"); },
-                      CheckEncoderConfig);
-                }};
+  Reader reader{
+      "encoder", "config.json", ReadText(kSourceDir + "/models/minilm/config.json"),
+      [](const std::string& path, const std::string& text, const std::set<std::string>& fields) {
+        return JudgeBoth<EncoderConfig>(
+            LoadEncoderConfig(path), path, text, fields,
+            [](const Json& doc) { return ParseEncoderConfig(doc, "in-memory"); },
+            CheckEncoderConfig);
+      }};
   Fuzz(reader, kCasesPerReader);
 }
 
 TEST(ConfigFuzzTest, ServingConfigMutationsGiveASaneConfigOrANamedError) {
-  Reader reader{"serving", "docsparse.json",
-                ReadText(kSourceDir + "/scripts/models/minilm.docsparse.json"),
-                [](const std::string& path, const std::string& text,
-                   const std::set<std::string>& fields) {
-                  return JudgeBoth<ServingConfig>(
-                      LoadServingConfig(path), path, text, fields,
-                      [](const Json& doc) { return ParseServingConfig(doc, "in-memory"); },
-                      CheckServingConfig);
-                }};
+  Reader reader{
+      "serving", "docsparse.json", ReadText(kSourceDir + "/scripts/models/minilm.docsparse.json"),
+      [](const std::string& path, const std::string& text, const std::set<std::string>& fields) {
+        return JudgeBoth<ServingConfig>(
+            LoadServingConfig(path), path, text, fields,
+            [](const Json& doc) { return ParseServingConfig(doc, "in-memory"); },
+            CheckServingConfig);
+      }};
   Fuzz(reader, kCasesPerReader);
 }
 
 TEST(ConfigFuzzTest, TokenizerJsonMutationsGiveAWorkingTokenizerOrANamedError) {
-  Reader reader{"tokenizer", "tokenizer.json", SmallTokenizerJson().dump(2),
-                [](const std::string& path, const std::string&,
-                   const std::set<std::string>& fields) {
-                  auto loaded = WordPieceTokenizer::FromTokenizerJson(path);
-                  Outcome outcome;
-                  outcome.accepted = loaded.ok();
-                  if (loaded.ok()) {
-                    const std::string bad = CheckTokenizer(**loaded);
-                    if (!bad.empty()) outcome.violation = "loaded but broken: " + bad;
-                  } else {
-                    outcome.error = std::string(loaded.status().message());
-                    outcome.violation = CheckError(loaded.status(), path, fields);
-                  }
-                  return outcome;
-                }};
+  Reader reader{
+      "tokenizer", "tokenizer.json", SmallTokenizerJson().dump(2),
+      [](const std::string& path, const std::string&, const std::set<std::string>& fields) {
+        auto loaded = WordPieceTokenizer::FromTokenizerJson(path);
+        Outcome outcome;
+        outcome.accepted = loaded.ok();
+        if (loaded.ok()) {
+          const std::string bad = CheckTokenizer(**loaded);
+          if (!bad.empty()) outcome.violation = "loaded but broken: " + bad;
+        } else {
+          outcome.error = std::string(loaded.status().message());
+          outcome.violation = CheckError(loaded.status(), path, fields);
+        }
+        return outcome;
+      }};
   Fuzz(reader, kCasesPerReader);
+}
+
+// What the fuzzer found in the tokenizer.json reader, one reproduction per
+// bug, isolated like the fuzz cases: each must be refused naming `field` (or
+// load into a working tokenizer), not end the process.
+void ExpectTokenizerJsonHandled(const std::string& what, const std::string& text,
+                                const std::string& field) {
+  const std::string dir =
+      ::testing::TempDir() + "config_fuzz_regression_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/tokenizer.json";
+  WriteText(path, text);
+  const RunReport report = RunIsolated(1, path.size(), [&](int) {
+    Outcome outcome;
+    auto loaded = WordPieceTokenizer::FromTokenizerJson(path);
+    outcome.accepted = loaded.ok();
+    if (loaded.ok()) {
+      outcome.violation = CheckTokenizer(**loaded);
+    } else {
+      outcome.error = std::string(loaded.status().message());
+      outcome.violation = CheckError(loaded.status(), path, {field});
+    }
+    return outcome;
+  });
+  for (const CaseReport& violation : report.violations) {
+    ADD_FAILURE() << "the small tokenizer.json with " << what << " (saved to " << path
+                  << "): " << violation.what;
+  }
+}
+
+TEST(ConfigFuzzTest, TokenizerJsonWithAnOverflowingNumberIsAnError) {
+  // nlohmann reports 1e400 as out_of_range.406, not as a parse_error.
+  ExpectTokenizerJsonHandled(
+      "truncation = {\"max_length\": 1e400}",
+      DumpWithRawValue(SmallTokenizerJson(), Json::json_pointer("/truncation"),
+                       R"({"max_length": 1e400})"),
+      "not valid JSON");
+}
+
+TEST(ConfigFuzzTest, TokenizerJsonWithANonStringPostProcessorTypeIsRefusedOrIgnored) {
+  Json doc = SmallTokenizerJson();
+  doc["post_processor"]["type"] = 5;
+  ExpectTokenizerJsonHandled("post_processor.type = 5", doc.dump(), "post_processor.type");
+  doc["post_processor"]["type"] = Json::array({"TemplateProcessing"});
+  ExpectTokenizerJsonHandled("post_processor.type = [\"TemplateProcessing\"]", doc.dump(),
+                             "post_processor.type");
+}
+
+TEST(ConfigFuzzTest, TokenizerJsonWithAVocabIdAtInt32MaxIsRefusedOrLoads) {
+  Json doc = SmallTokenizerJson();
+  doc["model"]["vocab"]["hello"] = 2147483647;  // id + 1 overflows int32
+  ExpectTokenizerJsonHandled("model.vocab[\"hello\"] = 2147483647", doc.dump(), "model.vocab");
+}
+
+TEST(ConfigFuzzTest, TokenizerJsonWithAHugeSparseVocabIdIsRefusedOrCheap) {
+  // 17 tokens, one of them with id 2^31 - 2: the id tables are sized by the
+  // largest id (about 24 bytes per id, twice), so this must not load by
+  // allocating tens of GB.
+  Json doc = SmallTokenizerJson();
+  doc["model"]["vocab"]["hello"] = 2147483646;
+  ExpectTokenizerJsonHandled("model.vocab[\"hello\"] = 2147483646", doc.dump(), "model.vocab");
+}
+
+TEST(ConfigFuzzTest, ServingConfigTemperatureBelowFloatRangeIsAnError) {
+  // Accepted as "> 0", but the server computes in float: 1e-300 becomes 0
+  // (every classify request then fails "temperature: must be a finite number
+  // > 0", blaming the request) and 1e-40 a subnormal (every score NaN).
+  for (const char* temperature : {"1e-300", "1e-40"}) {
+    Json doc = Json::parse(ReadText(kSourceDir + "/scripts/models/minilm.docsparse.json"));
+    const std::string text =
+        DumpWithRawValue(doc, Json::json_pointer("/zero_shot/temperature"), temperature);
+    const auto parsed = ParseServingConfig(Json::parse(text), "docsparse.json");
+    EXPECT_FALSE(parsed.ok()) << "zero_shot.temperature " << temperature << " accepted (as float: "
+                              << static_cast<float>(parsed->zero_shot.temperature) << ")";
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.status().message().find("zero_shot.temperature"), std::string::npos)
+          << parsed.status();
+    }
+  }
 }
 
 }  // namespace

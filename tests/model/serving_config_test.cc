@@ -119,8 +119,8 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        "overflow: unsupported value \"split\" (expected \"reject\" or "
        "\"truncate\" or \"chunk\")"},
       {"/zero_shot", json::array(), "zero_shot: expected object, got array"},
-      {"/zero_shot/temperature", 0, "zero_shot.temperature: 0 is out of range (0, 1e+06]"},
-      {"/zero_shot/temperature", -1, "zero_shot.temperature: -1 is out of range (0, 1e+06]"},
+      {"/zero_shot/temperature", 0, "zero_shot.temperature: 0 is out of range [0.0001, 10000]"},
+      {"/zero_shot/temperature", -1, "zero_shot.temperature: -1 is out of range [0.0001, 10000]"},
       {"/zero_shot/temperature", "hot", "zero_shot.temperature: expected number, got string"},
       {"/zero_shot/hypothesis_template", "About this.",
        "zero_shot.hypothesis_template: must contain \"{}\" exactly once (the "

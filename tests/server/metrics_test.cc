@@ -2,29 +2,382 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/metric_series.h"
+
 namespace docsparse {
 namespace {
 
-TEST(MetricsTest, RendersCountersWithEscapedLabels) {
-  Metrics metrics;
-  metrics.CountRequest("mini\"lm", "embed", "OK");
-  metrics.CountRequest("mini\"lm", "embed", "OK");
-  metrics.CountRequest("m", "classify", "NOT_FOUND");
-  metrics.SetModelLoadSeconds("m", 1.5);
-  const std::string text = metrics.Render();
-  EXPECT_NE(
-      text.find("docsparse_requests_total{model=\"mini\\\"lm\",task=\"embed\",code=\"OK\"} 2\n"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(
-      text.find("docsparse_requests_total{model=\"m\",task=\"classify\",code=\"NOT_FOUND\"} 1"),
-      std::string::npos);
-  EXPECT_NE(text.find("# TYPE docsparse_requests_total counter"), std::string::npos);
-  EXPECT_NE(text.find("docsparse_model_load_seconds{model=\"m\"} 1.500000"), std::string::npos);
+// Every family of DESIGN.md, with its type.
+const std::vector<std::pair<std::string, std::string>> kFamilies = {
+    {"docsparse_build_info", "gauge"},
+    {"docsparse_requests_total", "counter"},
+    {"docsparse_request_duration_seconds", "histogram"},
+    {"docsparse_queue_duration_seconds", "histogram"},
+    {"docsparse_inference_duration_seconds", "histogram"},
+    {"docsparse_input_tokens", "histogram"},
+    {"docsparse_batch_size", "histogram"},
+    {"docsparse_queue_depth", "gauge"},
+    {"docsparse_inflight_requests", "gauge"},
+    {"docsparse_mask_density", "histogram"},
+    {"docsparse_attention_flops_total", "counter"},
+    {"docsparse_flops_total", "counter"},
+    {"docsparse_dense_equivalent_flops_total", "counter"},
+    {"docsparse_request_flops", "histogram"},
+    {"docsparse_budget_unmet_total", "counter"},
+    {"docsparse_dropped_requests_total", "counter"},
+    {"docsparse_model_load_seconds", "gauge"},
+};
+
+// The samples of an exposition by series ("name{labels}"), checked on the
+// way: every line is a comment or a well-formed sample, every sample belongs
+// to the family of the TYPE line above it, no family is typed twice.
+class Exposition {
+ public:
+  explicit Exposition(const std::string& text) {
+    static const std::regex kSample(
+        R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (\S+)$)");
+    std::istringstream lines(text);
+    std::string line;
+    std::string family;
+    std::set<std::string> typed;
+    while (std::getline(lines, line)) {
+      if (line.rfind("# HELP ", 0) == 0) continue;
+      if (line.rfind("# TYPE ", 0) == 0) {
+        family = line.substr(7, line.find(' ', 7) - 7);
+        if (!typed.insert(family).second) errors_.push_back("typed twice: " + line);
+        types_[family] = line.substr(line.rfind(' ') + 1);
+        continue;
+      }
+      std::smatch match;
+      if (!std::regex_match(line, match, kSample)) {
+        errors_.push_back("malformed: " + line);
+        continue;
+      }
+      if (match[1].str().rfind(family, 0) != 0) errors_.push_back("outside its family: " + line);
+      const std::string series = line.substr(0, line.rfind(' '));
+      if (!samples_.emplace(series, std::strtod(match[5].str().c_str(), nullptr)).second) {
+        errors_.push_back("duplicate: " + line);
+      }
+    }
+  }
+
+  const std::vector<std::string>& errors() const { return errors_; }
+  const std::map<std::string, std::string>& types() const { return types_; }
+  bool Has(const std::string& series) const { return samples_.count(series) > 0; }
+  // The value of `series`; fails the test (and returns -1) if absent.
+  double Value(const std::string& series) const {
+    const auto it = samples_.find(series);
+    if (it == samples_.end()) {
+      ADD_FAILURE() << "no series " << series;
+      return -1;
+    }
+    return it->second;
+  }
+  // Whether some sample's name is `name`.
+  bool HasName(const std::string& name) const {
+    for (const auto& [series, value] : samples_) {
+      if (series == name || series.rfind(name + "{", 0) == 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::map<std::string, double> samples_;
+  std::map<std::string, std::string> types_;
+  std::vector<std::string> errors_;
+};
+
+Exposition Render(const Metrics& metrics) {
+  const Exposition exposition(metrics.Render());
+  EXPECT_TRUE(exposition.errors().empty()) << ::testing::PrintToString(exposition.errors());
+  return exposition;
 }
 
-TEST(MetricsTest, EscapeLabelValue) {
+v1::CostReport Cost(v1::AttentionKind attention, double density, bool budget_met) {
+  v1::CostReport cost;
+  cost.set_input_tokens(512);
+  cost.set_attention(attention);
+  cost.set_mean_density(density);
+  cost.set_attention_flops(1e9);
+  cost.set_total_flops(5e9);
+  cost.set_dense_equivalent_flops(8e9);
+  cost.set_budget_met(budget_met);
+  return cost;
+}
+
+TEST(MetricsTest, EveryFamilyIsPresentAfterRegisterModel) {
+  Metrics metrics("1.2.3");
+  metrics.RegisterModel("minilm", "dense", 1.5);
+  const Exposition exposition = Render(metrics);
+  for (const auto& [family, type] : kFamilies) {
+    SCOPED_TRACE(family);
+    ASSERT_EQ(exposition.types().count(family), 1u);
+    EXPECT_EQ(exposition.types().at(family), type);
+    EXPECT_TRUE(exposition.HasName(type == "histogram" ? family + "_count" : family));
+  }
+  EXPECT_EQ(exposition.types().size(), kFamilies.size());
+  EXPECT_EQ(exposition.Value(R"(docsparse_build_info{version="1.2.3"})"), 1);
+  EXPECT_EQ(exposition.Value(R"(docsparse_model_load_seconds{model="minilm"})"), 1.5);
+  for (const char* task : {"embed", "classify", "summarize", "summarize_stream", "infer"}) {
+    const std::string labels = std::string("model=\"minilm\",task=\"") + task + "\"";
+    EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"OK\"}"), 0);
+    EXPECT_EQ(exposition.Value("docsparse_mask_density_count{" + labels + ",attention=\"dense\"}"),
+              0);
+    EXPECT_EQ(
+        exposition.Value("docsparse_attention_flops_total{" + labels + ",attention=\"dense\"}"), 0);
+    EXPECT_FALSE(exposition.Has("docsparse_mask_density_count{" + labels + ",attention=\"lsg\"}"));
+  }
+  for (const char* reason : {"deadline", "cancelled", "queue_full"}) {
+    EXPECT_EQ(exposition.Value(std::string(R"(docsparse_dropped_requests_total{model="minilm",)") +
+                               "reason=\"" + reason + "\"}"),
+              0);
+  }
+  // The unknown model shows only once used.
+  EXPECT_FALSE(exposition.Has(R"(docsparse_queue_depth{model="unknown"})"));
+}
+
+TEST(MetricsTest, BucketBoundsAreInclusiveAndCountsCumulative) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  double sum = 0;
+  for (double seconds : {0.001, 0.0015, 0.002, 131.072, 200.0}) {
+    RequestObservation observation;
+    observation.request_seconds = seconds;
+    model.ObserveRequest(observation);
+    sum += seconds;
+  }
+  const Exposition exposition = Render(metrics);
+  const std::string name = "docsparse_request_duration_seconds";
+  const std::string labels = R"(model="m",task="embed")";
+  const auto bucket = [&](const std::string& le) {
+    return exposition.Value(name + "_bucket{" + labels + ",le=\"" + le + "\"}");
+  };
+  EXPECT_EQ(bucket("0.001"), 1);  // 0.001 itself: le is inclusive
+  EXPECT_EQ(bucket("0.002"), 3);
+  EXPECT_EQ(bucket("0.004"), 3);
+  EXPECT_EQ(bucket("65.536"), 3);
+  EXPECT_EQ(bucket("131.072"), 4);
+  EXPECT_EQ(bucket("+Inf"), 5);
+  EXPECT_EQ(exposition.Value(name + "_count{" + labels + "}"), 5);
+  EXPECT_DOUBLE_EQ(exposition.Value(name + "_sum{" + labels + "}"), sum);
+  // Not measured: not observed.
+  EXPECT_EQ(exposition.Value(R"(docsparse_queue_duration_seconds_count{model="m"})"), 0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_inference_duration_seconds_count{)" + labels + "}"), 0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_requests_total{)" + labels + R"(,code="OK"})"), 5);
+}
+
+TEST(MetricsTest, BatchAndTokenBucketsArePowersOfTwo) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  model.ObserveBatch(1);
+  model.ObserveBatch(3);
+  model.ObserveBatch(256);
+  model.ObserveBatch(257);
+  const Exposition exposition = Render(metrics);
+  const std::string bucket = R"(docsparse_batch_size_bucket{model="m",le=")";
+  EXPECT_EQ(exposition.Value(bucket + "1\"}"), 1);
+  EXPECT_EQ(exposition.Value(bucket + "2\"}"), 1);
+  EXPECT_EQ(exposition.Value(bucket + "4\"}"), 2);
+  EXPECT_EQ(exposition.Value(bucket + "256\"}"), 3);
+  EXPECT_EQ(exposition.Value(bucket + "+Inf\"}"), 4);
+  EXPECT_EQ(exposition.Value(R"(docsparse_batch_size_sum{model="m"})"), 517);
+  const std::string tokens = R"(docsparse_input_tokens_bucket{model="m",task="embed",le=")";
+  EXPECT_TRUE(exposition.Has(tokens + "16\"}"));
+  EXPECT_TRUE(exposition.Has(tokens + "131072\"}"));
+  EXPECT_FALSE(exposition.Has(tokens + "8\"}"));
+}
+
+TEST(MetricsTest, CostReportFeedsTheCostFamilies) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  const v1::CostReport lsg = Cost(v1::ATTENTION_KIND_LSG, 0.1, /*budget_met=*/false);
+  RequestObservation observation;
+  observation.task = MetricTask::kClassify;
+  observation.request_seconds = 0.5;
+  observation.queue_seconds = 0.25;
+  observation.inference_seconds = 0.25;
+  observation.cost = &lsg;
+  model.ObserveRequest(observation);
+  // The model's configured attention stands in for UNSPECIFIED.
+  const v1::CostReport unspecified = Cost(v1::ATTENTION_KIND_UNSPECIFIED, 1, true);
+  observation.cost = &unspecified;
+  model.ObserveRequest(observation);
+  // A failed request's cost is not read.
+  observation.code = grpc::StatusCode::INVALID_ARGUMENT;
+  model.ObserveRequest(observation);
+
+  const Exposition exposition = Render(metrics);
+  const std::string labels = R"(model="m",task="classify")";
+  const std::string lsg_labels = labels + R"(,attention="lsg")";
+  const std::string dense_labels = labels + R"(,attention="dense")";
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_bucket{" + lsg_labels + ",le=\"0.05\"}"), 0);
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_bucket{" + lsg_labels + ",le=\"0.1\"}"), 1);
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_bucket{" + dense_labels + ",le=\"0.75\"}"), 0);
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_bucket{" + dense_labels + ",le=\"1\"}"), 1);
+  EXPECT_EQ(exposition.Value("docsparse_attention_flops_total{" + lsg_labels + "}"), 1e9);
+  EXPECT_EQ(exposition.Value("docsparse_attention_flops_total{" + dense_labels + "}"), 1e9);
+  EXPECT_EQ(exposition.Value("docsparse_flops_total{" + labels + "}"), 1e10);
+  EXPECT_EQ(exposition.Value("docsparse_dense_equivalent_flops_total{" + labels + "}"), 1.6e10);
+  EXPECT_EQ(exposition.Value("docsparse_request_flops_bucket{" + labels + ",le=\"3e+09\"}"), 0);
+  EXPECT_EQ(exposition.Value("docsparse_request_flops_bucket{" + labels + ",le=\"1e+10\"}"), 2);
+  EXPECT_EQ(exposition.Value("docsparse_input_tokens_bucket{" + labels + ",le=\"512\"}"), 2);
+  EXPECT_EQ(exposition.Value("docsparse_input_tokens_count{" + labels + "}"), 2);
+  EXPECT_EQ(exposition.Value("docsparse_budget_unmet_total{" + labels + "}"), 1);
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"OK\"}"), 2);
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"INVALID_ARGUMENT\"}"),
+            1);
+  EXPECT_EQ(exposition.Value(R"(docsparse_queue_duration_seconds_count{model="m"})"), 3);
+  EXPECT_EQ(exposition.Value("docsparse_inference_duration_seconds_sum{" + labels + "}"), 0.75);
+}
+
+TEST(MetricsTest, StatusCodesGaugesAndDrops) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "sbm", 0);
+  RequestObservation observation;
+  observation.task = MetricTask::kInfer;
+  observation.code = grpc::StatusCode::DEADLINE_EXCEEDED;
+  model.ObserveRequest(observation);
+  observation.code = static_cast<grpc::StatusCode>(99);  // out of range: UNKNOWN
+  model.ObserveRequest(observation);
+  model.CountDropped(DropReason::kDeadline);
+  model.CountDropped(DropReason::kQueueFull);
+  model.CountDropped(DropReason::kQueueFull);
+  model.SetQueueDepth(7);
+  model.AddInflight(3);
+  model.AddInflight(-1);
+  const Exposition exposition = Render(metrics);
+  const std::string labels = R"(model="m",task="infer")";
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"DEADLINE_EXCEEDED\"}"),
+            1);
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"UNKNOWN\"}"), 1);
+  EXPECT_FALSE(exposition.Has("docsparse_requests_total{" + labels + ",code=\"CANCELLED\"}"));
+  EXPECT_EQ(exposition.Value(R"(docsparse_dropped_requests_total{model="m",reason="deadline"})"),
+            1);
+  EXPECT_EQ(exposition.Value(R"(docsparse_dropped_requests_total{model="m",reason="cancelled"})"),
+            0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_dropped_requests_total{model="m",reason="queue_full"})"),
+            2);
+  EXPECT_EQ(exposition.Value(R"(docsparse_queue_depth{model="m"})"), 7);
+  EXPECT_EQ(exposition.Value(R"(docsparse_inflight_requests{model="m"})"), 2);
+  EXPECT_TRUE(exposition.Has("docsparse_mask_density_count{" + labels + ",attention=\"sbm\"}"));
+  EXPECT_FALSE(exposition.Has("docsparse_mask_density_count{" + labels + ",attention=\"dense\"}"));
+}
+
+TEST(MetricsTest, UnknownModelShowsOnceUsed) {
+  Metrics metrics("v");
+  metrics.RegisterModel("m", "dense", 0);
+  EXPECT_EQ(metrics.Find("nope"), nullptr);
+  EXPECT_EQ(metrics.Find("unknown"), nullptr);
+  RequestObservation observation;
+  observation.code = grpc::StatusCode::NOT_FOUND;
+  metrics.Unknown().ObserveRequest(observation);
+  const Exposition exposition = Render(metrics);
+  EXPECT_EQ(exposition.Value(
+                R"(docsparse_requests_total{model="unknown",task="embed",code="NOT_FOUND"})"),
+            1);
+  EXPECT_TRUE(exposition.Has(R"(docsparse_inflight_requests{model="unknown"})"));
+  EXPECT_FALSE(exposition.Has(R"(docsparse_model_load_seconds{model="unknown"})"));
+}
+
+TEST(MetricsTest, RegisteringAgainReturnsTheSameHandle) {
+  Metrics metrics("v");
+  ModelMetrics& first = metrics.RegisterModel("m", "dense", 1);
+  ModelMetrics& second = metrics.RegisterModel("m", "dense", 2);
+  EXPECT_EQ(&first, &second);
+  EXPECT_EQ(metrics.Find("m"), &first);
+  EXPECT_EQ(first.model(), "m");
+  EXPECT_EQ(Render(metrics).Value(R"(docsparse_model_load_seconds{model="m"})"), 2);
+}
+
+TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  Metrics metrics("v\"1");
+  metrics.RegisterModel("we\"ird\\name\nx", "dense", 0);
+  const std::string text = metrics.Render();
+  EXPECT_NE(text.find(R"(docsparse_build_info{version="v\"1"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(docsparse_queue_depth{model="we\"ird\\name\nx"} 0)"), std::string::npos)
+      << text;
+  Render(metrics);  // and still well-formed
+}
+
+TEST(MetricsTest, NumbersParseBack) {
+  EXPECT_EQ(FormatNumber(0.001), "0.001");
+  EXPECT_EQ(FormatNumber(131.072), "131.072");
+  EXPECT_EQ(FormatNumber(1e6), "1e+06");
+  EXPECT_EQ(FormatNumber(1.0 / 0.0), "+Inf");
+  EXPECT_EQ(FormatNumber(-1.0 / 0.0), "-Inf");
+  EXPECT_EQ(FormatNumber(std::nan("")), "NaN");
+  for (double value : {0.1 + 0.2, 1.0 / 3, 6.02214076e23, 5e-324}) {
+    EXPECT_EQ(std::strtod(FormatNumber(value).c_str(), nullptr), value);
+  }
+}
+
+TEST(MetricsTest, ConcurrentObservationsAddUp) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 20000;
+  const v1::CostReport cost = Cost(v1::ATTENTION_KIND_DENSE, 0.5, true);
+  std::atomic<bool> done{false};
+  // Renders while the others write: every snapshot must stay well-formed and
+  // each histogram's +Inf bucket must equal its count.
+  std::thread reader([&] {
+    while (!done.load()) {
+      const Exposition exposition(metrics.Render());
+      ASSERT_TRUE(exposition.errors().empty());
+      const std::string labels = R"(model="m",task="summarize")";
+      ASSERT_EQ(
+          exposition.Value("docsparse_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"}"),
+          exposition.Value("docsparse_request_duration_seconds_count{" + labels + "}"));
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        model.AddInflight(1);
+        RequestObservation observation;
+        observation.task = MetricTask::kSummarize;
+        observation.request_seconds = 0.5;
+        observation.queue_seconds = 0.25;
+        observation.inference_seconds = 0.25;
+        observation.cost = &cost;
+        model.ObserveRequest(observation);
+        model.ObserveBatch(2);
+        model.CountDropped(DropReason::kCancelled);
+        model.AddInflight(-1);
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  done.store(true);
+  reader.join();
+
+  constexpr double kTotal = kThreads * kPerThread;
+  const Exposition exposition = Render(metrics);
+  const std::string labels = R"(model="m",task="summarize")";
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + ",code=\"OK\"}"), kTotal);
+  EXPECT_EQ(exposition.Value("docsparse_request_duration_seconds_count{" + labels + "}"), kTotal);
+  EXPECT_EQ(exposition.Value("docsparse_request_duration_seconds_sum{" + labels + "}"),
+            kTotal * 0.5);
+  EXPECT_EQ(exposition.Value(R"(docsparse_queue_duration_seconds_sum{model="m"})"), kTotal * 0.25);
+  EXPECT_EQ(exposition.Value(R"(docsparse_batch_size_count{model="m"})"), kTotal);
+  EXPECT_EQ(exposition.Value(R"(docsparse_inflight_requests{model="m"})"), 0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_dropped_requests_total{model="m",reason="cancelled"})"),
+            kTotal);
+  EXPECT_EQ(exposition.Value("docsparse_flops_total{" + labels + "}"), kTotal * 5e9);
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_bucket{" + labels +
+                             ",attention=\"dense\",le=\"0.5\"}"),
+            kTotal);
 }
 
 }  // namespace

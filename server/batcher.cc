@@ -1,0 +1,141 @@
+#include "server/batcher.h"
+
+#include <algorithm>
+
+#include "absl/time/time.h"
+
+namespace docsparse {
+
+Batcher::Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue,
+                 BatcherHooks hooks)
+    : encoder_(encoder), limits_(limits), max_queue_(max_queue), hooks_(std::move(hooks)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Batcher::~Batcher() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    wake_.SignalAll();
+  }
+  thread_.join();
+}
+
+bool Batcher::Submit(std::unique_ptr<EncodeJob> job) {
+  size_t depth = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || queue_.size() >= max_queue_) {
+      if (hooks_.on_drop) hooks_.on_drop(DropReason::kQueueFull);
+      return false;
+    }
+    queue_.push_back(std::move(job));
+    depth = queue_.size();
+    wake_.Signal();
+  }
+  if (hooks_.on_queue_depth) hooks_.on_queue_depth(depth);
+  return true;
+}
+
+size_t Batcher::queue_depth() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+void Batcher::Loop() {
+  while (true) {
+    std::vector<std::unique_ptr<EncodeJob>> batch;
+    std::vector<std::pair<std::unique_ptr<EncodeJob>, DropReason>> dropped;
+    size_t depth = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      BatchDecision decision;
+      while (true) {
+        if (queue_.empty()) {
+          if (stopping_) return;
+          wake_.Wait(&mu_);
+          continue;
+        }
+        std::vector<PendingRequest> snapshot;
+        snapshot.reserve(queue_.size());
+        for (const auto& job : queue_) {
+          snapshot.push_back(job->pending);
+          snapshot.back().cancelled = job->is_cancelled && job->is_cancelled();
+        }
+        decision = FormBatch(snapshot, BatchClock::now(), limits_);
+        // Draining: no point waiting for company.
+        if (decision.take.empty() && stopping_ && decision.drop_expired.empty() &&
+            decision.drop_cancelled.empty()) {
+          BatchLimits now_limits = limits_;
+          now_limits.max_queue_delay = BatchClock::duration::zero();
+          decision = FormBatch(snapshot, BatchClock::now(), now_limits);
+        }
+        if (!decision.take.empty() || !decision.drop_expired.empty() ||
+            !decision.drop_cancelled.empty()) {
+          break;
+        }
+        // Until the leader's delay is up, or a new request may fill the batch.
+        wake_.WaitWithTimeout(&mu_, absl::FromChrono(decision.wait));
+      }
+      std::vector<bool> removed(queue_.size(), false);
+      for (size_t index : decision.take) {
+        batch.push_back(std::move(queue_[index]));
+        removed[index] = true;
+      }
+      for (size_t index : decision.drop_expired) {
+        dropped.emplace_back(std::move(queue_[index]), DropReason::kDeadline);
+        removed[index] = true;
+      }
+      for (size_t index : decision.drop_cancelled) {
+        dropped.emplace_back(std::move(queue_[index]), DropReason::kCancelled);
+        removed[index] = true;
+      }
+      std::deque<std::unique_ptr<EncodeJob>> kept;
+      for (size_t i = 0; i < queue_.size(); ++i) {
+        if (!removed[i]) kept.push_back(std::move(queue_[i]));
+      }
+      queue_.swap(kept);
+      depth = queue_.size();
+    }
+    if (hooks_.on_queue_depth) hooks_.on_queue_depth(depth);
+    for (auto& [job, reason] : dropped) {
+      if (hooks_.on_drop) hooks_.on_drop(reason);
+      job->done(*job, reason == DropReason::kDeadline
+                          ? absl::DeadlineExceededError("deadline passed while queued")
+                          : absl::CancelledError("client cancelled while queued"));
+    }
+    if (!batch.empty()) Run(std::move(batch));
+  }
+}
+
+void Batcher::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
+  if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
+  std::vector<std::vector<int32_t>> sequences;
+  std::vector<CostAccount*> costs;
+  for (const auto& job : batch) {
+    for (const auto& sequence : job->sequences) {
+      sequences.push_back(sequence);
+      costs.push_back(&job->cost);
+    }
+  }
+  EncodeResult shared;
+  shared.batch_size = static_cast<int>(batch.size());
+  shared.started = BatchClock::now();
+  absl::StatusOr<PooledSequences> pooled = encoder_.EncodeSequences(sequences, costs);
+  shared.finished = BatchClock::now();
+  int64_t row = 0;
+  for (auto& job : batch) {
+    if (!pooled.ok()) {
+      job->done(*job, pooled.status());
+      continue;
+    }
+    const int64_t rows = static_cast<int64_t>(job->sequences.size());
+    EncodeResult result = shared;
+    result.pooled.mean = pooled->mean.slice(0, row, row + rows);
+    result.pooled.first = pooled->first.slice(0, row, row + rows);
+    row += rows;
+    job->done(*job, std::move(result));
+  }
+}
+
+}  // namespace docsparse

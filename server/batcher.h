@@ -1,0 +1,84 @@
+// The dynamic batcher of one model: a bounded queue of encode jobs and one
+// thread that asks FormBatch what to run, runs the chosen jobs' sequences
+// through the encoder together, and hands each job its rows. Jobs whose
+// client left or whose deadline passed are answered without compute.
+#ifndef DOCSPARSE_SERVER_BATCHER_H_
+#define DOCSPARSE_SERVER_BATCHER_H_
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "model/cost_model.h"
+#include "model/text_encoder.h"
+#include "server/batch_former.h"
+#include "server/drop_reason.h"
+
+namespace docsparse {
+
+// What a job gets back from its batch.
+struct EncodeResult {
+  PooledSequences pooled;  // the job's sequences, in its order
+  int batch_size = 0;      // requests in the batch
+  BatchClock::time_point started;
+  BatchClock::time_point finished;
+};
+
+// One request's encoder work.
+struct EncodeJob {
+  explicit EncodeJob(const EncoderShape& shape) : cost(shape) {}
+
+  PendingRequest pending;                       // key, arrival, deadline and priced cost
+  std::vector<std::vector<int32_t>> sequences;  // framed
+  // Whether the client has gone; polled while the job waits.
+  std::function<bool()> is_cancelled;
+  // Accumulates the cost of this job's sequences.
+  CostAccount cost;
+  // Called once, on the batcher thread: the result, or DEADLINE_EXCEEDED /
+  // CANCELLED when dropped before compute, or the encoder's error.
+  std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
+};
+
+// Callbacks for metrics; any may be empty.
+struct BatcherHooks {
+  std::function<void(int batch_size)> on_batch;
+  std::function<void(size_t depth)> on_queue_depth;
+  std::function<void(DropReason reason)> on_drop;
+};
+
+class Batcher {
+ public:
+  // Borrows `encoder`, which must outlive the batcher.
+  Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue, BatcherHooks hooks);
+  // Runs every job already accepted, then joins the thread.
+  ~Batcher();
+
+  // Queues the job; false (the job is dropped without `done`) when the queue
+  // is full or the batcher is stopping.
+  bool Submit(std::unique_ptr<EncodeJob> job) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t queue_depth() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Run(std::vector<std::unique_ptr<EncodeJob>> batch);
+
+  const TextEncoder& encoder_;
+  const BatchLimits limits_;
+  const size_t max_queue_;
+  const BatcherHooks hooks_;
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;  // a job arrived, or stopping
+  std::deque<std::unique_ptr<EncodeJob>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_SERVER_BATCHER_H_

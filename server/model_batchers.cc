@@ -1,0 +1,38 @@
+#include "server/model_batchers.h"
+
+#include <chrono>
+
+namespace docsparse {
+
+ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
+                             int max_batch_size_override, size_t max_queue) {
+  for (const ServedModel* model : registry.models()) {
+    const BatchingConfig& config = model->serving.batching;
+    BatchLimits limits;
+    limits.max_batch_size =
+        max_batch_size_override > 0 ? max_batch_size_override : config.max_batch_size;
+    limits.max_queue_delay = std::chrono::milliseconds(config.max_queue_delay_ms);
+    limits.max_batch_tokens = config.max_batch_tokens;
+    limits.max_batch_attention_flops = config.max_batch_attention_gflops * 1e9;
+    ModelMetrics* handle = metrics.Find(model->name);
+    BatcherHooks hooks;
+    if (handle != nullptr) {
+      hooks.on_batch = [handle](int size) { handle->ObserveBatch(size); };
+      hooks.on_queue_depth = [handle](size_t depth) {
+        handle->SetQueueDepth(static_cast<int64_t>(depth));
+      };
+      hooks.on_drop = [handle](DropReason reason) { handle->CountDropped(reason); };
+    }
+    batchers_.emplace(model->name,
+                      std::make_unique<Batcher>(*model->text, limits,
+                                                std::min<size_t>(max_queue, config.max_queue_size),
+                                                std::move(hooks)));
+  }
+}
+
+bool ModelBatchers::Submit(std::unique_ptr<EncodeJob> job) {
+  auto it = batchers_.find(job->pending.key.model);
+  return it != batchers_.end() && it->second->Submit(std::move(job));
+}
+
+}  // namespace docsparse
