@@ -172,6 +172,16 @@ int Serve() {
     health->SetServingStatus(false);
     const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::duration<double>(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
+    // A batch that is computing cannot be interrupted, and gRPC waits for its
+    // calls even after cancelling them. Past the grace period no caller waits
+    // for those answers: exit rather than overstay.
+    const auto exit_by = std::chrono::steady_clock::now() + grace + std::chrono::milliseconds(500);
+    std::thread([exit_by] {
+      std::this_thread::sleep_until(exit_by);
+      std::cout << "docsparse-server: grace period over with work still running; stopped"
+                << std::endl;
+      std::_Exit(0);
+    }).detach();
     server->Shutdown(std::chrono::system_clock::now() + grace);
   });
   server->Wait();
