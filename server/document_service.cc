@@ -53,6 +53,17 @@ class RequestRecorder {
   BatchClock::time_point received_;
 };
 
+// What the client will see: a call it already cancelled (or whose deadline
+// passed) gets CANCELLED / DEADLINE_EXCEEDED from gRPC whatever we answer,
+// so the metrics count that rather than our OK.
+grpc::Status AsSeenByClient(const grpc::Status& status, grpc::CallbackServerContext* context) {
+  if (!status.ok() || !context->IsCancelled()) return status;
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed during inference");
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled during inference");
+}
+
 grpc::Status NotReady() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is not ready or is draining");
 }
@@ -118,7 +129,7 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
         context->AddTrailingMetadata(key, value);
       }
     }
-    recorder.Finish(grpc_status, &response->cost());
+    recorder.Finish(AsSeenByClient(grpc_status, context), &response->cost());
     reactor->Finish(grpc_status);
   };
   if (!ready()) {
@@ -203,7 +214,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
     for (auto& [key, value] : CostMetadata(chunk_.cost())) {
       context_->AddTrailingMetadata(key, value);
     }
-    recorder_.Finish(grpc::Status::OK, &chunk_.cost());
+    recorder_.Finish(AsSeenByClient(grpc::Status::OK, context_), &chunk_.cost());
     StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
