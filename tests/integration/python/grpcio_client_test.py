@@ -75,6 +75,25 @@ class Checks:
             self.failed += 1
             print(f"[FAIL] {name}\n{traceback.format_exc()}")
 
+    def stop_server(self, proc):
+        """SIGTERM, and the server must exit 0 within 30 s."""
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = None
+        self.run("server exits 0 on SIGTERM", lambda: _expect_zero(code))
+
+    def summary(self):
+        """Prints the closing line; the process exit status."""
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 0 if self.failed == 0 else 1
+
+
+def _expect_zero(code):
+    assert code == 0, f"server exit status {code} after SIGTERM"
+
 
 def expect_error(call, request, code, field):
     try:
@@ -187,20 +206,8 @@ def main():
             pb.SummarizeRequest(document=pb.Document(text=gpl)),
             grpc.StatusCode.DEADLINE_EXCEEDED, ""))
     finally:
-        proc.terminate()
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = None
-        if code != 0:
-            checks.failed += 1
-            print(f"[FAIL] server exit status {code} after SIGTERM")
-        else:
-            checks.passed += 1
-            print("[ OK ] server exits 0 on SIGTERM")
-    print(f"{checks.passed} passed, {checks.failed} failed")
-    return 0 if checks.failed == 0 else 1
+        checks.stop_server(proc)
+    return checks.summary()
 
 
 if __name__ == "__main__":

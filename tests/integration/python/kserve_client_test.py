@@ -12,7 +12,6 @@ naming the field. Prints "N passed, M failed"; exits non-zero on a failure.
 import argparse
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 
@@ -317,20 +316,8 @@ def main():
         checks.run("16 concurrent ModelInfer calls", concurrent_calls)
         checks.run("deadline honoured", deadline)
     finally:
-        proc.terminate()
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = None
-        if code != 0:
-            checks.failed += 1
-            print(f"[FAIL] server exit status {code} after SIGTERM")
-        else:
-            checks.passed += 1
-            print("[ OK ] server exits 0 on SIGTERM")
-    print(f"{checks.passed} passed, {checks.failed} failed")
-    return 0 if checks.failed == 0 else 1
+        checks.stop_server(proc)
+    return checks.summary()
 
 
 if __name__ == "__main__":
