@@ -60,9 +60,8 @@ absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
   // Sort by length so each forward batch pads little.
   std::vector<size_t> order(sequences.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sequences[a].size() < sequences[b].size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sequences[a].size() < sequences[b].size(); });
   c10::InferenceMode inference_mode;
   for (size_t first = 0; first < order.size(); first += max_batch_size_) {
     const size_t last = std::min(order.size(), first + max_batch_size_);
@@ -116,17 +115,6 @@ at::Tensor CombineWindows(const at::Tensor& window_rows,
   const at::Tensor w = at::tensor(weights, at::kFloat).unsqueeze(1);
   const at::Tensor embedding = (window_rows * w).sum(0) / w.sum();
   return normalize ? L2Normalize(embedding.unsqueeze(0)).squeeze(0) : embedding;
-}
-
-absl::StatusOr<DocumentEmbedding> TextEncoder::EmbedDocument(const DocumentWindows& windows,
-                                                             PoolingMode pooling, bool normalize,
-                                                             CostAccount* cost) const {
-  ASSIGN_OR_RETURN(at::Tensor pooled,
-                   EmbedSequences(windows.windows, pooling, /*normalize=*/false, cost));
-  DocumentEmbedding result;
-  result.embedding = CombineWindows(pooled, windows.windows, normalize);
-  result.truncated = windows.truncated;
-  return result;
 }
 
 }  // namespace docsparse

@@ -29,11 +29,6 @@ struct PooledSequences {
   at::Tensor first;  // [sequences, h]: the first ([CLS]) token
 };
 
-struct DocumentEmbedding {
-  at::Tensor embedding;  // [h]
-  bool truncated = false;
-};
-
 // A document's embedding from its windows' pooled rows [windows, h]: their
 // mean weighted by window length (for mean pooling, exactly the mean over
 // every token), normalised if asked. Returns [h].
@@ -50,14 +45,6 @@ class TextEncoder {
   // naming the limit.
   absl::StatusOr<DocumentWindows> Windows(const std::vector<int32_t>& ids,
                                           OverflowPolicy overflow) const;
-
-  // One embedding for the whole document, from its windows. With several
-  // windows, the window embeddings are averaged weighted by their token counts
-  // (for mean pooling this is exactly the mean over every token of the
-  // document), then normalised if asked.
-  absl::StatusOr<DocumentEmbedding> EmbedDocument(const DocumentWindows& windows,
-                                                  PoolingMode pooling, bool normalize,
-                                                  CostAccount* cost) const;
 
   // Embeds each text (truncated to the model's length) in batches of similar
   // length; returns [texts, h] in input order.

@@ -37,11 +37,6 @@ bool Batcher::Submit(std::unique_ptr<EncodeJob> job) {
   return true;
 }
 
-size_t Batcher::queue_depth() const {
-  absl::MutexLock lock(&mu_);
-  return queue_.size();
-}
-
 void Batcher::Loop() {
   while (true) {
     std::vector<std::unique_ptr<EncodeJob>> batch;

@@ -62,7 +62,6 @@ class Batcher {
   // Queues the job; false (the job is dropped without `done`) when the queue
   // is full or the batcher is stopping.
   bool Submit(std::unique_ptr<EncodeJob> job) ABSL_LOCKS_EXCLUDED(mu_);
-  size_t queue_depth() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <mutex>
-#include <thread>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace docsparse::testing {
@@ -121,6 +121,15 @@ class ServerProcess {
   std::string grpc_address_;
   std::string http_address_;
 };
+
+// Flags for a server on loopback with free ports, plus `extra`.
+inline std::vector<std::string> LoopbackFlags(const std::string& model_repository,
+                                              std::vector<std::string> extra = {}) {
+  std::vector<std::string> flags = {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
+                                    "--model_repository=" + model_repository};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
 
 inline std::string ServerBinary() {
   return std::string(DOCSPARSE_BINARY_DIR) + "/server/docsparse-server";

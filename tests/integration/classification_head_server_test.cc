@@ -35,8 +35,7 @@ class ClassificationHeadServerTest : public ::testing::Test {
     vocab.close();
     std::ofstream(model / "docsparse.json") << R"({"tasks": ["classify", "embed"]})";
     ASSERT_TRUE(
-        server_.Start(testing::ServerBinary(), {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                                                "--model_repository=" + repository_.string()}))
+        server_.Start(testing::ServerBinary(), testing::LoopbackFlags(repository_.string())))
         << server_.output();
     auto client = DocsparseClient::Connect(server_.grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();

@@ -463,11 +463,11 @@ class FaultTest : public ::testing::Test {
   }
 
   void StartServer(int grace_seconds) {
-    ASSERT_TRUE(server_.Start(testing::ServerBinary(),
-                              {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                               "--model_repository=" + testing::SourcePath("models"), "--threads=2",
-                               "--max_queue=" + std::to_string(kMaxQueue),
-                               "--shutdown_grace_seconds=" + std::to_string(grace_seconds)}))
+    ASSERT_TRUE(server_.Start(
+        testing::ServerBinary(),
+        testing::LoopbackFlags(testing::SourcePath("models"),
+                               {"--threads=2", "--max_queue=" + std::to_string(kMaxQueue),
+                                "--shutdown_grace_seconds=" + std::to_string(grace_seconds)})))
         << server_.output();
     for (int i = 0; i < kChannels; ++i) {
       grpc::ChannelArguments args;

@@ -160,8 +160,7 @@ class PrometheusTest : public ::testing::Test {
     server_ = new testing::ServerProcess();
     ASSERT_TRUE(
         server_->Start(testing::ServerBinary(),
-                       {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                        "--model_repository=" + testing::SourcePath("models"), "--threads=2"}))
+                       testing::LoopbackFlags(testing::SourcePath("models"), {"--threads=2"})))
         << server_->output();
     auto client = DocsparseClient::Connect(server_->grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();

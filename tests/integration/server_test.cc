@@ -24,12 +24,12 @@ class ServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(testing::MiniLmPresent());
     server_ = new testing::ServerProcess();
-    ASSERT_TRUE(
-        server_->Start(testing::ServerBinary(),
-                       {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                        "--model_repository=" + testing::SourcePath("models"), "--threads=2",
-                        "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
-                        "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)}))
+    ASSERT_TRUE(server_->Start(
+        testing::ServerBinary(),
+        testing::LoopbackFlags(
+            testing::SourcePath("models"),
+            {"--threads=2", "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
+             "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
         << server_->output();
     auto client = DocsparseClient::Connect(server_->grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();
@@ -308,9 +308,8 @@ TEST_F(ServerTest, HttpPortServesHealthAndMetrics) {
 TEST(ServerLifecycleTest, SigtermStopsCleanly) {
   ASSERT_TRUE(testing::MiniLmPresent());
   testing::ServerProcess server;
-  ASSERT_TRUE(server.Start(testing::ServerBinary(),
-                           {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                            "--model_repository=" + testing::SourcePath("models")}))
+  ASSERT_TRUE(
+      server.Start(testing::ServerBinary(), testing::LoopbackFlags(testing::SourcePath("models"))))
       << server.output();
   const std::optional<int> code = server.Stop(SIGTERM, std::chrono::seconds(30));
   ASSERT_TRUE(code.has_value()) << server.output();
@@ -320,9 +319,7 @@ TEST(ServerLifecycleTest, SigtermStopsCleanly) {
 
 TEST(ServerLifecycleTest, BadRepositoryFailsAtStartWithAMessage) {
   testing::ServerProcess server;
-  EXPECT_FALSE(server.Start(
-      testing::ServerBinary(),
-      {"--host=127.0.0.1", "--port=0", "--metrics_port=0", "--model_repository=/nonexistent"}));
+  EXPECT_FALSE(server.Start(testing::ServerBinary(), testing::LoopbackFlags("/nonexistent")));
   EXPECT_NE(server.output().find("/nonexistent"), std::string::npos) << server.output();
 }
 

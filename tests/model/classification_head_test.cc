@@ -18,6 +18,7 @@
 #include "model/hf_config.h"
 #include "model/safetensors.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/json_tensor.h"
 
 namespace docsparse {
 namespace {
@@ -26,24 +27,6 @@ using testing::FixturePath;
 using testing::ReadFile;
 
 constexpr double kTolerance = 1e-4;
-
-at::Tensor ToTensor(const nlohmann::json& nested) {
-  std::vector<float> flat;
-  std::vector<int64_t> shape;
-  for (const nlohmann::json* level = &nested; level->is_array() && !level->empty();
-       level = &(*level)[0]) {
-    shape.push_back(static_cast<int64_t>(level->size()));
-  }
-  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& node) {
-    if (node.is_array()) {
-      for (const auto& child : node) walk(child);
-    } else {
-      flat.push_back(node.get<float>());
-    }
-  };
-  walk(nested);
-  return at::tensor(flat).view(shape);
-}
 
 EncoderConfig LoadConfig(const std::string& dir) {
   absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
@@ -92,13 +75,14 @@ TEST_P(ClassificationHeadParityTest, LogitsAndProbabilitiesMatchTransformers) {
     absl::StatusOr<EncoderOutput> out = (*encoder)->Forward(batch, nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
     const at::Tensor logits = (*head)->Logits(out->hidden);
-    const at::Tensor want_logits = ToTensor(c["logits"]);
+    const at::Tensor want_logits = testing::JsonToTensor(c["logits"]);
     ASSERT_EQ(logits.sizes(), want_logits.sizes());
     EXPECT_EQ(logits.scalar_type(), at::kFloat);
     const double logit_error = MaxAbsDiff(logits, want_logits);
     EXPECT_LE(logit_error, kTolerance);
     const at::Tensor probabilities = (*head)->Probabilities(logits);
-    const double probability_error = MaxAbsDiff(probabilities, ToTensor(c["probabilities"]));
+    const double probability_error =
+        MaxAbsDiff(probabilities, testing::JsonToTensor(c["probabilities"]));
     EXPECT_LE(probability_error, kTolerance);
     std::cout << GetParam() << " " << c["name"].get<std::string>() << ": max abs error logits "
               << logit_error << ", probabilities " << probability_error << "\n";

@@ -14,6 +14,7 @@
 #include "model/text_encoder.h"
 #include "model/wordpiece_tokenizer.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/json_tensor.h"
 
 namespace docsparse {
 namespace {
@@ -28,26 +29,6 @@ using testing::FixturePath;
 using testing::ReadFile;
 
 constexpr double kTolerance = 1e-4;
-
-at::Tensor ToTensor(const nlohmann::json& nested) {
-  std::vector<float> flat;
-  std::vector<int64_t> shape;
-  const nlohmann::json* level = &nested;
-  while (level->is_array()) {
-    shape.push_back(static_cast<int64_t>(level->size()));
-    if (level->empty()) break;
-    level = &(*level)[0];
-  }
-  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& node) {
-    if (node.is_array()) {
-      for (const auto& child : node) walk(child);
-    } else {
-      flat.push_back(node.get<float>());
-    }
-  };
-  walk(nested);
-  return at::tensor(flat).view(shape);
-}
 
 std::unique_ptr<Encoder> LoadEncoder(const std::string& dir) {
   absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
@@ -87,7 +68,7 @@ TEST_P(TinyEncoderParityTest, HiddenStatesAndPoolingMatchTransformers) {
     CostAccount cost(encoder->shape());
     absl::StatusOr<EncoderOutput> out = encoder->Forward(batch, &cost);
     ASSERT_TRUE(out.ok()) << out.status();
-    const at::Tensor want = ToTensor(c["last_hidden_state"]);
+    const at::Tensor want = testing::JsonToTensor(c["last_hidden_state"]);
     for (size_t i = 0; i < lengths.size(); ++i) {
       const int64_t n = lengths[i];
       const at::Tensor got_row = out->hidden[i].slice(0, 0, n);
@@ -96,8 +77,10 @@ TEST_P(TinyEncoderParityTest, HiddenStatesAndPoolingMatchTransformers) {
     }
     const at::Tensor mean = Pool(out->hidden, out->lengths, PoolingMode::kMean);
     const at::Tensor cls = Pool(out->hidden, out->lengths, PoolingMode::kCls);
-    EXPECT_LE((mean - ToTensor(c["mean_pooled"])).abs().max().item<double>(), kTolerance);
-    EXPECT_LE((cls - ToTensor(c["cls_pooled"])).abs().max().item<double>(), kTolerance);
+    EXPECT_LE((mean - testing::JsonToTensor(c["mean_pooled"])).abs().max().item<double>(),
+              kTolerance);
+    EXPECT_LE((cls - testing::JsonToTensor(c["cls_pooled"])).abs().max().item<double>(),
+              kTolerance);
     int64_t tokens = 0;
     for (int64_t n : lengths) tokens += n;
     EXPECT_EQ(cost.input_tokens(), tokens);
@@ -159,7 +142,7 @@ TEST_F(MiniLmParityTest, SentenceEmbeddingsMatchSentenceTransformers) {
   ASSERT_TRUE(embeddings.ok()) << embeddings.status();
   double worst = 0;
   for (size_t i = 0; i < cases_.size(); ++i) {
-    const at::Tensor want = ToTensor(cases_[i]["mean_normalized"]);
+    const at::Tensor want = testing::JsonToTensor(cases_[i]["mean_normalized"]);
     const double error = ((*embeddings)[static_cast<int64_t>(i)] - want).abs().max().item<double>();
     EXPECT_LE(error, kTolerance) << "text " << i << ": " << texts[i].substr(0, 60);
     worst = std::max(worst, error);
@@ -177,7 +160,8 @@ TEST_F(MiniLmParityTest, TokenIdsAndClsStatesMatchTransformers) {
     absl::StatusOr<EncoderOutput> out = encoder_->Forward(Batch({ids}), nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
     const at::Tensor cls = Pool(out->hidden, out->lengths, PoolingMode::kCls)[0];
-    EXPECT_LE((cls - ToTensor(c["cls"])).abs().max().item<double>(), kTolerance) << "text " << i;
+    EXPECT_LE((cls - testing::JsonToTensor(c["cls"])).abs().max().item<double>(), kTolerance)
+        << "text " << i;
   }
 }
 
