@@ -20,6 +20,23 @@ enum class AttentionKind { kDense, kLsg, kSbm };
 
 std::string_view AttentionKindName(AttentionKind kind);
 
+// What one request's budget resolved to (DESIGN.md, "Budgets"), per batch
+// item. Each mechanism reads the fields it understands.
+struct ItemAttentionOptions {
+  // SBM: edge regularization β (0 = the model as calibrated; larger is
+  // sparser) and the sampling seed (the request's, else derived from its id).
+  double edge_regularization = 0;
+  // SBM: when > 0, β is solved per layer by bisection on the expected edge
+  // count so that the expected density is at most this (overrides
+  // edge_regularization).
+  double target_density = 0;
+  uint64_t seed = 0;
+  // LSG: knobs chosen from the lattice around the native config; 0 = native.
+  int lsg_block_size = 0;
+  int lsg_sparse_block_size = -1;  // -1 = native; 0 = no sparse keys
+  int lsg_sparsity_factor = 0;
+};
+
 struct AttentionInputs {
   at::Tensor query;  // [batch, heads, seq, head_dim], float32
   at::Tensor key;    // [batch, heads, seq, head_dim]
@@ -27,6 +44,8 @@ struct AttentionInputs {
   // Real tokens per item; tokens [length, seq) are right padding.
   std::vector<int64_t> lengths;  // [batch]
   int layer = 0;
+  // [batch], or empty: every item with default options.
+  std::vector<ItemAttentionOptions> item_options;
 };
 
 // Implementations are immutable and safe to call from several threads.

@@ -39,6 +39,9 @@ double EncoderLinearFlops(int64_t tokens, const EncoderShape& shape);
 struct ItemAttentionCost {
   std::vector<int64_t> head_edges;  // [num_heads]
   double planner_flops = 0;         // e.g. SBM memberships and sampling
+  // Sampling planners (SBM): the expected edges per head before sampling;
+  // empty for deterministic planners, whose expectation is head_edges.
+  std::vector<double> head_expected_edges;
 };
 
 // Accumulates one request's cost. Not thread-safe; one per request.
