@@ -32,6 +32,9 @@ struct AttentionCase {
 struct PreparedAttention {
   std::unique_ptr<AttentionMechanism> mechanism;
   ItemAttentionOptions options;
+  // Positions in front of the tokens the mechanism expects (LSG's global
+  // tokens); q, k, v then have extra_positions + seq rows.
+  int extra_positions = 0;
 };
 
 using AttentionFactory =

@@ -3,68 +3,142 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "kernels/block_sparse_attention_avx2.h"
+
 namespace docsparse {
 namespace {
 
-// One query row against its spans, streaming: keeps the running maximum m,
-// the running denominator l and the unnormalised output acc, rescaling both
-// when the maximum grows (Milakov & Gimelshein's online softmax).
-void AttendRow(const float* query, const float* keys, const float* values, const KeySpan* spans,
-               int32_t num_spans, int32_t head_dim, float scale, float* acc, float* out) {
-  float running_max = -std::numeric_limits<float>::infinity();
-  float denominator = 0;
-  std::fill(acc, acc + head_dim, 0.0f);
-  for (int32_t s = 0; s < num_spans; ++s) {
-    const int32_t end = spans[s].begin + spans[s].length;
-    for (int32_t key = spans[s].begin; key < end; ++key) {
-      const float* k = keys + static_cast<int64_t>(key) * head_dim;
-      float score = 0;
-      for (int32_t d = 0; d < head_dim; ++d) score += query[d] * k[d];
-      score *= scale;
-      if (score > running_max) {
-        const float correction = std::exp(running_max - score);
-        denominator *= correction;
-        for (int32_t d = 0; d < head_dim; ++d) acc[d] *= correction;
-        running_max = score;
-      }
-      const float weight = std::exp(score - running_max);
-      denominator += weight;
-      const float* v = values + static_cast<int64_t>(key) * head_dim;
-      for (int32_t d = 0; d < head_dim; ++d) acc[d] += weight * v[d];
+// Keys per tile: the score tile of one thread is (query block x kKeyTile)
+// floats, small enough to stay in L2 for block sizes up to 256.
+constexpr int32_t kKeyTile = 256;
+
+// Per-thread buffers, reused across work items.
+struct Scratch {
+  std::vector<float> q;        // [rows, head_dim] scaled queries
+  std::vector<float> scores;   // [rows, kKeyTile], then probabilities
+  std::vector<float> acc;      // [rows, head_dim] unnormalised output
+  std::vector<float> row_max;  // [rows] running maximum
+  std::vector<float> row_sum;  // [rows] running denominator
+  std::vector<float> keys_t;   // [head_dim, kKeyTile] (AVX2 path only)
+};
+
+// Online softmax over one tile of scores (Milakov & Gimelshein): rescales
+// what was accumulated when the maximum grows, turns the tile's scores into
+// unnormalised probabilities, adds them to the denominators.
+void SoftmaxUpdatePortable(Scratch& s, int32_t rows, int32_t tile_keys, int32_t head_dim) {
+  for (int32_t r = 0; r < rows; ++r) {
+    float* row = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
+    const float tile_max = *std::max_element(row, row + tile_keys);
+    const float new_max = std::max(s.row_max[r], tile_max);
+    const float correction = std::exp(s.row_max[r] - new_max);  // 0 on the first tile
+    float sum = 0;
+    for (int32_t j = 0; j < tile_keys; ++j) {
+      row[j] = std::exp(row[j] - new_max);
+      sum += row[j];
+    }
+    float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
+    for (int32_t d = 0; d < head_dim; ++d) acc[d] *= correction;
+    s.row_sum[r] = s.row_sum[r] * correction + sum;
+    s.row_max[r] = new_max;
+  }
+}
+
+void TilePortable(Scratch& s, int32_t rows, const float* keys, const float* values,
+                  int32_t tile_keys, int32_t head_dim) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* q = s.q.data() + static_cast<int64_t>(r) * head_dim;
+    float* row = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
+    for (int32_t j = 0; j < tile_keys; ++j) {
+      const float* k = keys + static_cast<int64_t>(j) * head_dim;
+      float dot = 0;
+      for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
+      row[j] = dot;
     }
   }
-  const float inverse = denominator > 0 ? 1.0f / denominator : 0.0f;
-  for (int32_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inverse;
+  SoftmaxUpdatePortable(s, rows, tile_keys, head_dim);
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* p = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
+    float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
+    for (int32_t j = 0; j < tile_keys; ++j) {
+      const float* v = values + static_cast<int64_t>(j) * head_dim;
+      for (int32_t d = 0; d < head_dim; ++d) acc[d] += p[j] * v[d];
+    }
+  }
+}
+
+bool UseAvx2(const AttentionParams& p) {
+  static const bool cpu_has_avx2 = CpuHasAvx2Fma();
+  return p.isa == KernelIsa::kAuto && cpu_has_avx2 && p.head_dim % 8 == 0;
+}
+
+// One (item, head, query block): queries [first, last) against its spans.
+void AttendBlock(const AttentionParams& p, bool avx2, int64_t batch_head, int32_t first,
+                 int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
+  const int32_t rows = last - first;
+  const int32_t d = p.head_dim;
+  // The AVX2 path works on groups of 4 rows; spare rows are zero queries
+  // whose results are dropped.
+  const int32_t padded_rows = avx2 ? (rows + 3) / 4 * 4 : rows;
+  const size_t row_floats = static_cast<size_t>(padded_rows) * d;
+  s.q.assign(row_floats, 0.0f);
+  s.acc.assign(row_floats, 0.0f);
+  s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
+  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
+  s.row_sum.assign(padded_rows, 0.0f);
+  if (avx2) s.keys_t.resize(static_cast<size_t>(d) * kKeyTile);
+
+  const float* q = p.q + (batch_head * p.q_len + first) * d;
+  for (int64_t i = 0; i < static_cast<int64_t>(rows) * d; ++i) s.q[i] = q[i] * p.scale;
+  const float* keys = p.k + batch_head * p.k_len * d;
+  const float* values = p.v + batch_head * p.k_len * d;
+
+  for (int32_t span = 0; span < num_spans; ++span) {
+    const int32_t end = spans[span].begin + spans[span].length;
+    for (int32_t tile = spans[span].begin; tile < end; tile += kKeyTile) {
+      const int32_t tile_keys = std::min(kKeyTile, end - tile);
+      const float* tile_k = keys + static_cast<int64_t>(tile) * d;
+      const float* tile_v = values + static_cast<int64_t>(tile) * d;
+      if (avx2) {
+        Avx2Tile{s.q.data(), s.scores.data(), s.acc.data(), s.row_max.data(), s.row_sum.data(),
+                 s.keys_t.data(), padded_rows, d, kKeyTile}
+            .Run(tile_k, tile_v, tile_keys);
+      } else {
+        TilePortable(s, rows, tile_k, tile_v, tile_keys, d);
+      }
+    }
+  }
+
+  float* out = p.out + (batch_head * p.q_len + first) * d;
+  for (int32_t r = 0; r < rows; ++r) {
+    const float inverse = s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f;
+    const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
+    for (int32_t i = 0; i < d; ++i) out[static_cast<int64_t>(r) * d + i] = acc[i] * inverse;
+  }
 }
 
 }  // namespace
 
 void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
+  const bool avx2 = UseAvx2(p);
   const int64_t work_items = static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
-    std::vector<float> acc(p.head_dim);
+    Scratch scratch;
     for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
       const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
       const int64_t batch_head = item / plan.num_query_blocks;
-      const int32_t b = static_cast<int32_t>(batch_head / p.heads);
-      const int64_t plan_row = static_cast<int64_t>(b) * plan.num_query_blocks + block;
-      const KeySpan* spans = plan.spans + plan.span_offsets[plan_row];
-      const int32_t num_spans = plan.span_offsets[plan_row + 1] - plan.span_offsets[plan_row];
-      const float* keys = p.k + batch_head * p.k_len * p.head_dim;
-      const float* values = p.v + batch_head * p.k_len * p.head_dim;
-      const int32_t first = block * plan.block_size;
-      const int32_t last = std::min(first + plan.block_size, p.q_len);
-      for (int32_t row = first; row < last; ++row) {
-        const int64_t offset = (batch_head * p.q_len + row) * p.head_dim;
-        AttendRow(p.q + offset, keys, values, spans, num_spans, p.head_dim, p.scale, acc.data(),
-                  p.out + offset);
-      }
+      const int32_t first = plan.query_block_starts[block];
+      const int32_t last = plan.query_block_starts[block + 1];
+      if (last <= first) continue;
+      const int32_t begin = plan.span_offsets[item];
+      const int32_t num_spans = plan.span_offsets[item + 1] - begin;
+      AttendBlock(p, avx2, batch_head, first, last, plan.spans + begin, num_spans, scratch);
     }
   };
   const int threads =

@@ -1,8 +1,10 @@
 // CPU block-sparse attention executor: each block of queries attends to a
-// short list of key spans, with an online (streaming) softmax, so no
-// query x key matrix is ever materialised. Dense attention is the plan with
-// one span covering every real key. Kernels see raw pointers and POD
-// parameters only (no torch types).
+// short list of key spans, with an online (streaming) softmax over key tiles,
+// so no query x key matrix is ever materialised: the largest temporary is one
+// (query block x key tile) score tile per thread. Keys are read in place
+// (spans over the extended key sequence), never copied per block.
+// Dense attention is the plan with one span covering every real key.
+// Kernels see raw pointers and POD parameters only (no torch types).
 #ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_H_
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_H_
 
@@ -16,15 +18,24 @@ struct KeySpan {
   int32_t length;
 };
 
-// Per batch item and query block, the spans its queries attend to, in CSR
-// form. Shared by all heads. Spans of one block must not overlap (a plan
-// never computes a query-key pair twice).
+// Query blocks (shared by every item and head) and, per (item, head, query
+// block), the spans its queries attend to, in CSR form. Spans of one row
+// must not overlap (a plan never computes a query-key pair twice).
 struct BlockSparsePlanView {
-  int32_t block_size;           // queries per block (the last block may be short)
-  int32_t num_query_blocks;     // ceil(q_len / block_size)
-  const int32_t* span_offsets;  // [batch * num_query_blocks + 1]
-  const KeySpan* spans;         // [span_offsets[batch * num_query_blocks]]
+  int32_t num_query_blocks;
+  // Block i holds queries [query_block_starts[i], query_block_starts[i+1]);
+  // [num_query_blocks + 1], non-decreasing, last <= q_len. Queries outside
+  // every block are left untouched.
+  const int32_t* query_block_starts;
+  // Row (b * heads + h) * num_query_blocks + i has spans
+  // [span_offsets[row], span_offsets[row + 1]); [batch*heads*blocks + 1].
+  const int32_t* span_offsets;
+  const KeySpan* spans;
 };
+
+// Which instruction set the executor uses; kAuto picks AVX2+FMA when the CPU
+// has it. kPortable forces the plain C++ path (tests compare the two).
+enum class KernelIsa { kAuto, kPortable };
 
 struct AttentionParams {
   const float* q;  // [batch, heads, q_len, head_dim], contiguous
@@ -37,10 +48,11 @@ struct AttentionParams {
   int32_t k_len;
   int32_t head_dim;
   float scale;  // usually 1 / sqrt(head_dim)
+  KernelIsa isa = KernelIsa::kAuto;
 };
 
-// Computes softmax(q·kᵀ·scale) v over each query's spans. A query whose block
-// has no span gets zeros. Splits (batch, head, query block) work across
+// Computes softmax(q·kᵀ·scale) v over each query's spans. A query whose row
+// has no span gets zeros. Splits (item, head, query block) work across
 // `num_threads` threads. Span bounds must lie within [0, k_len).
 void BlockSparseAttentionCpu(const AttentionParams& params, const BlockSparsePlanView& plan,
                              int num_threads);

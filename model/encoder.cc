@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model/lsg_attention.h"
+#include "model/lsg_planner.h"
 
 namespace docsparse {
 
@@ -63,12 +65,44 @@ at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
   if (weights_.token_type_embeddings.defined()) {
     x = x + at::embedding(weights_.token_type_embeddings, token_types);
   }
-  return at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
-                        weights_.embedding_norm_bias, config_.layer_norm_eps);
+  return x;  // the LayerNorm comes after the LSG global tokens join
+}
+
+at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
+                                    const std::vector<int64_t>& lengths,
+                                    std::vector<int64_t>* positions) const {
+  const LsgConfig& native = *config_.lsg;
+  const int64_t global = native.num_global_tokens;
+  const int64_t rows = token_embeddings.size(0);
+  const int64_t h = config_.hidden_size;
+  // The longest adaptive padding any sequence needs under its own knobs.
+  int64_t padded = token_embeddings.size(1);
+  for (int64_t row = 0; row < rows; ++row) {
+    const ItemAttentionOptions options =
+        batch.attention_options.empty() ? ItemAttentionOptions{} : batch.attention_options[row];
+    const LsgLayout layout = LayoutLsgSequence(ApplyLsgKnobs(native, options),
+                                               static_cast<int32_t>(global),
+                                               static_cast<int32_t>(lengths[row]));
+    padded = std::max<int64_t>(padded, layout.padded_tokens);
+    positions->push_back(global + lengths[row]);
+  }
+  at::Tensor x = at::zeros({rows, global + padded, h}, token_embeddings.options());
+  x.narrow(1, 0, global).copy_(weights_.global_embeddings.narrow(0, 0, global).unsqueeze(0));
+  x.narrow(1, global, token_embeddings.size(1)).copy_(token_embeddings);
+  // LayerNorm before the padding is zeroed: the reference normalises the
+  // embeddings and then appends zero rows (LSG*Encoder.forward), and a
+  // sequence alone has no batch padding, only those zeros.
+  x = at::layer_norm(x, {h}, weights_.embedding_norm_weight, weights_.embedding_norm_bias,
+                     config_.layer_norm_eps);
+  for (int64_t row = 0; row < rows; ++row) {
+    x[row].narrow(0, (*positions)[row], x.size(1) - (*positions)[row]).zero_();
+  }
+  return x;
 }
 
 at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
-                          const std::vector<int64_t>& lengths, int layer,
+                          const std::vector<int64_t>& lengths,
+                          const std::vector<ItemAttentionOptions>& options, int layer,
                           std::vector<ItemAttentionCost>* item_costs) const {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
@@ -79,7 +113,7 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
                        .view({batch, seq, 3, heads, head_dim})
                        .permute({2, 0, 3, 1, 4});
   AttentionInputs inputs{qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths,
-                         layer};
+                         layer, options};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .permute({0, 2, 1, 3})
                            .reshape({batch, seq, config_.hidden_size});
@@ -117,6 +151,10 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
     longest = std::max(longest, sequence.size());
   }
+  if (!batch.attention_options.empty() &&
+      batch.attention_options.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError("attention_options: one entry per sequence expected");
+  }
   const bool has_types = !batch.token_types.empty();
   if (has_types && batch.token_types.size() != batch.sequences.size()) {
     return absl::InvalidArgumentError("token_types: one row per sequence expected");
@@ -149,21 +187,35 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     c10::InferenceMode inference_mode;
     std::vector<ItemAttentionCost> item_costs;
     at::Tensor x = Embed(ids, types, output.lengths);
+    // Real positions per row: the tokens, plus LSG's global tokens.
+    std::vector<int64_t> positions = output.lengths;
+    if (config_.lsg.has_value()) {
+      positions.clear();
+      x = AddGlobalTokens(x, batch, output.lengths, &positions);
+    } else {
+      x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
+                         weights_.embedding_norm_bias, config_.layer_norm_eps);
+    }
     for (int layer = 0; layer < config_.num_layers; ++layer) {
-      x = Layer(x, weights_.layers[layer], output.lengths, layer, &item_costs);
+      x = Layer(x, weights_.layers[layer], positions, batch.attention_options, layer,
+                &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
       }
     }
+    const int64_t run_length = x.size(1);
+    if (config_.lsg.has_value()) {
+      const int64_t global = config_.lsg->num_global_tokens;
+      if (config_.lsg->pool_with_global) x.select(1, global).copy_(x.select(1, 0));
+      x = x.narrow(1, global, static_cast<int64_t>(longest));
+    }
     output.hidden = x;
+    for (size_t row = 0; row < row_costs.size(); ++row) {
+      if (row_costs[row] != nullptr) row_costs[row]->AddSequence(positions[row], run_length);
+    }
   } catch (const c10::Error& error) {
     return absl::InternalError(
         absl::StrCat("encoder forward failed: ", error.what_without_backtrace()));
-  }
-  for (size_t row = 0; row < row_costs.size(); ++row) {
-    if (row_costs[row] != nullptr) {
-      row_costs[row]->AddSequence(output.lengths[row], static_cast<int64_t>(longest));
-    }
   }
   return output;
 }

@@ -31,6 +31,9 @@ struct EncoderWeights {
   at::Tensor position_embeddings;    // [positions, h]
   at::Tensor token_type_embeddings;  // [types, h]; undefined for DistilBERT
   at::Tensor embedding_norm_weight, embedding_norm_bias;
+  // LSG checkpoints: [512, h], the reference's table of global token
+  // embeddings (the first num_global_tokens rows are used).
+  at::Tensor global_embeddings;
   std::vector<EncoderLayerWeights> layers;
 };
 
@@ -47,6 +50,8 @@ struct EncoderBatch {
   // Optional segment ids (sentence pairs), shaped like `sequences`; empty
   // means segment 0 everywhere.
   std::vector<std::vector<int32_t>> token_types;
+  // Per sequence, what its request's budget chose; empty means defaults.
+  std::vector<ItemAttentionOptions> attention_options;
 };
 
 struct EncoderOutput {
@@ -55,6 +60,14 @@ struct EncoderOutput {
 };
 
 // Immutable after Create; Forward may run on several threads at once.
+//
+// LSG checkpoints (config.lsg set) run as the reference's LSG models do:
+// the global token embeddings go in front of the token embeddings before the
+// embedding LayerNorm; each sequence gets adaptive zero padding up to a
+// multiple of the block size; after the last layer, with pool_with_global,
+// global token 0's output replaces the first token's; the global tokens are
+// then dropped from the output. Costs count the global tokens as real
+// tokens (they are queries and keys like any other).
 class Encoder {
  public:
   static absl::StatusOr<std::unique_ptr<Encoder>> Create(
@@ -83,8 +96,15 @@ class Encoder {
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& token_types,
                    const std::vector<int64_t>& lengths) const;
+  // LSG: global tokens in front, adaptive padding; returns [batch, global +
+  // padded, h] and sets `positions` to each row's real positions (global
+  // tokens included).
+  at::Tensor AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
+                             const std::vector<int64_t>& lengths,
+                             std::vector<int64_t>* positions) const;
   at::Tensor Layer(const at::Tensor& x, const EncoderLayerWeights& w,
-                   const std::vector<int64_t>& lengths, int layer,
+                   const std::vector<int64_t>& lengths,
+                   const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;
   at::Tensor Activate(const at::Tensor& x) const;
 

@@ -101,6 +101,10 @@ absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
   }
   ASSIGN_OR_RETURN(w.embedding_norm_weight, reader.Get("embeddings.LayerNorm.weight", {h}));
   ASSIGN_OR_RETURN(w.embedding_norm_bias, reader.Get("embeddings.LayerNorm.bias", {h}));
+  if (config.lsg.has_value()) {
+    // The reference allocates 512 rows whatever num_global_tokens is.
+    ASSIGN_OR_RETURN(w.global_embeddings, reader.Get("embeddings.global_embeddings.weight", {512, h}));
+  }
 
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = absl::StrCat(names.layer, i, ".");

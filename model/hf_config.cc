@@ -326,6 +326,79 @@ absl::Status ParseClassificationFields(FieldReader& reader, EncoderConfig& confi
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> OptionalBool(FieldReader& reader, std::string_view key, bool fallback) {
+  const json* value = reader.Find(key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) {
+    return reader.Error(key, absl::StrFormat("expected boolean, got %s", JsonTypeName(*value)));
+  }
+  return value->get<bool>();
+}
+
+absl::StatusOr<int> OptionalInt(FieldReader& reader, std::string_view key, int fallback, int min,
+                                int max) {
+  const json* value = reader.Find(key);
+  if (value == nullptr) return fallback;
+  return reader.Int(key, *value, min, max);
+}
+
+// The LSG fields, present in configs saved by the reference's LSG classes.
+absl::Status ParseLsgFields(FieldReader& reader, EncoderConfig& config) {
+  constexpr std::string_view kLsgKeys[] = {
+      "block_size",       "sparse_block_size", "sparsity_factor", "sparsity_type",
+      "num_global_tokens", "adaptive",         "mask_first_token", "pool_with_global",
+      "lsh_num_pre_rounds", "base_model_prefix"};
+  bool is_lsg = false;
+  for (std::string_view key : kLsgKeys) is_lsg = is_lsg || reader.Find(key) != nullptr;
+  for (const std::string& arch : config.architectures) {
+    is_lsg = is_lsg || absl::StartsWith(arch, "LSG");
+  }
+  if (!is_lsg) return absl::OkStatus();
+  if (const json* prefix = reader.Find("base_model_prefix")) {
+    ASSIGN_OR_RETURN(const std::string value, reader.String("base_model_prefix", *prefix));
+    if (value != "lsg") {
+      return reader.Error("base_model_prefix",
+                          absl::StrFormat("unsupported value \"%s\" (supported: lsg)", value));
+    }
+  }
+  LsgConfig lsg;
+  ASSIGN_OR_RETURN(lsg.block_size, OptionalInt(reader, "block_size", lsg.block_size, 1, 65536));
+  ASSIGN_OR_RETURN(lsg.sparse_block_size,
+                   OptionalInt(reader, "sparse_block_size", lsg.sparse_block_size, 0, 65536));
+  ASSIGN_OR_RETURN(lsg.sparsity_factor,
+                   OptionalInt(reader, "sparsity_factor", lsg.sparsity_factor, 0, 65536));
+  ASSIGN_OR_RETURN(lsg.num_global_tokens,
+                   OptionalInt(reader, "num_global_tokens", lsg.num_global_tokens, 1, 512));
+  ASSIGN_OR_RETURN(lsg.lsh_num_pre_rounds,
+                   OptionalInt(reader, "lsh_num_pre_rounds", lsg.lsh_num_pre_rounds, 0, 16));
+  ASSIGN_OR_RETURN(lsg.adaptive, OptionalBool(reader, "adaptive", lsg.adaptive));
+  ASSIGN_OR_RETURN(lsg.mask_first_token,
+                   OptionalBool(reader, "mask_first_token", lsg.mask_first_token));
+  ASSIGN_OR_RETURN(lsg.pool_with_global,
+                   OptionalBool(reader, "pool_with_global", lsg.pool_with_global));
+  if (const json* type = reader.Find("sparsity_type")) {
+    if (type->is_null()) {
+      lsg.sparsity_type = LsgSparsity::kNone;
+    } else {
+      ASSIGN_OR_RETURN(const std::string name, reader.String("sparsity_type", *type));
+      const std::optional<LsgSparsity> parsed = ParseLsgSparsity(name);
+      if (!parsed.has_value()) {
+        return reader.Error("sparsity_type",
+                            absl::StrFormat("unsupported value \"%s\" (supported: none, norm, "
+                                            "pooling, lsh, stride, block_stride, bos_pooling)",
+                                            name));
+      }
+      lsg.sparsity_type = *parsed;
+    }
+  }
+  // LSG*Config.__init__: mask_first_token needs pool_with_global.
+  if (lsg.mask_first_token) lsg.pool_with_global = true;
+  RETURN_IF_ERROR(ValidateLsgConfig(lsg, reader.source()));
+  reader.Find("auto_map");  // the reference's remote-code map; we have our own code
+  config.lsg = lsg;
+  return absl::OkStatus();
+}
+
 // Keys that exist on every PretrainedConfig but would turn the encoder into
 // something else when set.
 absl::Status CheckNeutralKeys(FieldReader& reader) {
@@ -392,6 +465,7 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     RETURN_IF_ERROR(ParseBertFields(reader, result));
   }
   RETURN_IF_ERROR(ParseClassificationFields(reader, result));
+  RETURN_IF_ERROR(ParseLsgFields(reader, result));
   RETURN_IF_ERROR(CheckNeutralKeys(reader));
   RETURN_IF_ERROR(reader.CheckNoUnknownKeys(model_type));
   return result;

@@ -30,16 +30,24 @@
 //     A few of those would change the model if set, and are accepted only at
 //     their neutral value: is_decoder, add_cross_attention, is_encoder_decoder
 //     (false) and pruned_heads (empty).
-// Extending (BART/Pegasus, LSG fields): add an Architecture, its required and
-// optional fields in the .cc; the unknown-key check then covers them.
+//   - LSG checkpoints (converted by the reference converter or ours): the LSG
+//     fields above, "auto_map" and "base_model_prefix": "lsg". The reference
+//     config class's fix-up is applied (mask_first_token forces
+//     pool_with_global); an unknown sparsity_type is an error (the reference
+//     silently falls back to none); values it asserts on or mis-handles are
+//     errors (model/lsg_config.h).
+// Extending (BART/Pegasus): add an Architecture, its required and optional
+// fields in the .cc; the unknown-key check then covers them.
 #ifndef DOCSPARSE_MODEL_HF_CONFIG_H_
 #define DOCSPARSE_MODEL_HF_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/lsg_config.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace docsparse {
@@ -87,6 +95,12 @@ struct EncoderConfig {
   // checkpoint carries a classifier head over id2label.
   bool has_classification_head = false;
   ProblemType problem_type = ProblemType::kUnspecified;
+
+  // Set for an LSG checkpoint (config.json carries the reference's LSG
+  // fields: block_size, sparse_block_size, sparsity_factor, sparsity_type,
+  // num_global_tokens, adaptive, mask_first_token, pool_with_global,
+  // lsh_num_pre_rounds; absent ones take the reference's defaults).
+  std::optional<LsgConfig> lsg;
 
   int head_dim() const { return hidden_size / num_heads; }
 };

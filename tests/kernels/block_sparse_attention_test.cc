@@ -12,15 +12,17 @@ namespace {
 struct Problem {
   int batch, heads, q_len, k_len, head_dim, block_size;
   std::vector<float> q, k, v;
+  std::vector<int32_t> block_starts;
   std::vector<int32_t> offsets;
   std::vector<KeySpan> spans;
+  int blocks() const { return static_cast<int>(block_starts.size()) - 1; }
 };
 
-// Random tensors and, per (batch, query block), a random set of disjoint
-// spans; `dense` gives every block the single span [0, k_len).
+// Random tensors and, per (batch, head, query block), a random set of
+// disjoint spans; `dense` gives every block the single span [0, k_len).
 Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, int block_size,
-                    bool dense, uint32_t seed) {
-  Problem p{batch, heads, q_len, k_len, head_dim, block_size, {}, {}, {}, {0}, {}};
+                    bool dense, uint32_t seed, int max_span = 5) {
+  Problem p{batch, heads, q_len, k_len, head_dim, block_size, {}, {}, {}, {}, {0}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, 1);
   auto fill = [&](std::vector<float>* x, int len) {
@@ -30,8 +32,9 @@ Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, in
   fill(&p.q, q_len);
   fill(&p.k, k_len);
   fill(&p.v, k_len);
-  const int blocks = (q_len + block_size - 1) / block_size;
-  for (int row = 0; row < batch * blocks; ++row) {
+  for (int start = 0; start < q_len; start += block_size) p.block_starts.push_back(start);
+  p.block_starts.push_back(q_len);
+  for (int row = 0; row < batch * heads * p.blocks(); ++row) {
     if (dense) {
       p.spans.push_back({0, k_len});
     } else {
@@ -40,7 +43,7 @@ Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, in
       int at = static_cast<int>(rng() % 3);
       bool take = rng() % 4 != 0;
       while (at < k_len) {
-        const int length = 1 + static_cast<int>(rng() % 5);
+        const int length = 1 + static_cast<int>(rng() % max_span);
         if (take) p.spans.push_back({at, std::min(length, k_len - at)});
         at += length;
         take = !take;
@@ -51,15 +54,15 @@ Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, in
   return p;
 }
 
-std::vector<float> RunKernel(const Problem& p, int threads) {
+std::vector<float> RunKernel(const Problem& p, int threads, KernelIsa isa = KernelIsa::kAuto) {
   std::vector<float> out(p.q.size(), -1.0f);
   AttentionParams params{p.q.data(), p.k.data(),
                          p.v.data(), out.data(),
                          p.batch,    p.heads,
                          p.q_len,    p.k_len,
-                         p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
-  BlockSparsePlanView plan{p.block_size, (p.q_len + p.block_size - 1) / p.block_size,
-                           p.offsets.data(), p.spans.data()};
+                         p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                         isa};
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
   BlockSparseAttentionCpu(params, plan, threads);
   return out;
 }
@@ -67,12 +70,11 @@ std::vector<float> RunKernel(const Problem& p, int threads) {
 // Two-pass softmax in double over the same spans.
 std::vector<float> Reference(const Problem& p) {
   std::vector<float> out(p.q.size());
-  const int blocks = (p.q_len + p.block_size - 1) / p.block_size;
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < p.heads; ++h) {
       const size_t bh = static_cast<size_t>(b) * p.heads + h;
       for (int i = 0; i < p.q_len; ++i) {
-        const int row = b * blocks + i / p.block_size;
+        const int row = static_cast<int>(bh) * p.blocks() + i / p.block_size;
         std::vector<int> keys;
         for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
           for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
@@ -123,6 +125,22 @@ TEST(BlockSparseAttentionTest, RandomSpansOddShapesMatchReference) {
                                   /*dense=*/false, seed + 10);
     ExpectClose(RunKernel(p, 2), Reference(p));
   }
+}
+
+TEST(BlockSparseAttentionTest, Avx2AndPortablePathsAgreeOnLongSpans) {
+  // Head sizes of the tiny fixtures (8), MiniLM (32) and base models (64);
+  // spans longer than one 256-key tile; blocks not a multiple of 4 rows.
+  for (int head_dim : {8, 32, 64}) {
+    const Problem p = MakeProblem(2, 2, 70, 700, head_dim, 13, /*dense=*/false, head_dim, 300);
+    const std::vector<float> want = Reference(p);
+    ExpectClose(RunKernel(p, 2, KernelIsa::kPortable), want);
+    ExpectClose(RunKernel(p, 2, KernelIsa::kAuto), want);
+  }
+}
+
+TEST(BlockSparseAttentionTest, DenseOverManyTilesMatchesReference) {
+  const Problem p = MakeProblem(1, 2, 33, 1100, 16, 33, /*dense=*/true, 4);
+  ExpectClose(RunKernel(p, 2), Reference(p));
 }
 
 TEST(BlockSparseAttentionTest, BlockWithoutSpansGivesZeros) {

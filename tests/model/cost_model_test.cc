@@ -29,7 +29,7 @@ TEST(CostModelTest, FlopsMatchAHandCount) {
 
   CostAccount account(kSmall);
   account.AddSequence(3, 5);
-  for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{9, 9}, 0});
+  for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{9, 9}, 0, {}});
   EXPECT_EQ(account.TotalEdges(), 36);
   EXPECT_DOUBLE_EQ(account.AttentionFlops(), 288);
   EXPECT_DOUBLE_EQ(account.TotalFlops(), 1536 + 288);
@@ -42,8 +42,8 @@ TEST(CostModelTest, FlopsMatchAHandCount) {
 TEST(CostModelTest, SparseEdgesGiveDensityAndSaving) {
   CostAccount account(kSmall);
   account.AddSequence(4, 4);
-  account.AddAttention(0, {{8, 4}, 10});
-  account.AddAttention(1, {{16, 0}, 0});
+  account.AddAttention(0, {{8, 4}, 10, {}});
+  account.AddAttention(1, {{16, 0}, 0, {}});
   EXPECT_DOUBLE_EQ(account.HeadDensity(0, 0), 0.5);
   EXPECT_DOUBLE_EQ(account.HeadDensity(0, 1), 0.25);
   EXPECT_DOUBLE_EQ(account.HeadDensity(1, 0), 1.0);
@@ -56,9 +56,9 @@ TEST(CostModelTest, SparseEdgesGiveDensityAndSaving) {
 TEST(CostModelTest, MergeAddsWindows) {
   CostAccount a(kSmall), b(kSmall);
   a.AddSequence(3, 3);
-  a.AddAttention(0, {{9, 9}, 0});
+  a.AddAttention(0, {{9, 9}, 0, {}});
   b.AddSequence(2, 3);
-  b.AddAttention(0, {{4, 4}, 0});
+  b.AddAttention(0, {{4, 4}, 0, {}});
   a.Merge(b);
   EXPECT_EQ(a.input_tokens(), 5);
   EXPECT_EQ(a.padded_tokens(), 6);

@@ -19,16 +19,19 @@ TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
   const std::vector<int64_t> lengths = {23, 9, 1};
   AttentionInputs inputs{at::randn({batch, heads, seq, head_dim}),
                          at::randn({batch, heads, seq, head_dim}),
-                         at::randn({batch, heads, seq, head_dim}), lengths, 0};
+                         at::randn({batch, heads, seq, head_dim}), lengths, 0, {}};
   std::vector<ItemAttentionCost> costs;
   const at::Tensor got = MakeDenseAttention()->Forward(inputs, &costs).contiguous();
 
-  // One query block per item covering all queries, one span over real keys.
+  // One query block covering all queries, one span over each item's real keys.
+  std::vector<int32_t> block_starts = {0, static_cast<int32_t>(seq)};
   std::vector<int32_t> offsets = {0};
   std::vector<KeySpan> spans;
   for (int64_t length : lengths) {
-    spans.push_back({0, static_cast<int32_t>(length)});
-    offsets.push_back(static_cast<int32_t>(spans.size()));
+    for (int64_t h = 0; h < heads; ++h) {
+      spans.push_back({0, static_cast<int32_t>(length)});
+      offsets.push_back(static_cast<int32_t>(spans.size()));
+    }
   }
   at::Tensor want = at::empty_like(inputs.query);
   AttentionParams params{inputs.query.data_ptr<float>(), inputs.key.data_ptr<float>(),
@@ -36,7 +39,7 @@ TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
                          static_cast<int32_t>(batch),    static_cast<int32_t>(heads),
                          static_cast<int32_t>(seq),      static_cast<int32_t>(seq),
                          static_cast<int32_t>(head_dim), 1.0f / std::sqrt(16.0f)};
-  BlockSparseAttentionCpu(params, {static_cast<int32_t>(seq), 1, offsets.data(), spans.data()}, 2);
+  BlockSparseAttentionCpu(params, {1, block_starts.data(), offsets.data(), spans.data()}, 2);
   for (int64_t b = 0; b < batch; ++b) {
     const at::Tensor real_got = got[b].slice(1, 0, lengths[b]);
     const at::Tensor real_want = want[b].slice(1, 0, lengths[b]);

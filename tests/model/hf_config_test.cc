@@ -292,7 +292,6 @@ TEST(HfConfigTest, UnknownKeysAreNamed) {
   const std::vector<std::pair<json, std::string>> cases = {
       {MiniLm(), "rotary_dim"},
       {MiniLm(), "auto_map"},             // remote code: not the stock architecture
-      {MiniLm(), "block_size"},           // LSG fields: not understood yet
       {MiniLm(), "dim"},                  // DistilBERT's name, wrong for BERT
       {DistilBertSst2(), "hidden_size"},  // BERT's name, wrong for DistilBERT
       {DistilBertSst2(), "layer_norm_eps"},

@@ -1,0 +1,179 @@
+// docsparse-bench: micro-benchmarks that print figures (never timed tests).
+//
+//   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
+//       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
+//       [--seed 1] [--json]
+//
+// One line per (impl, seq, density) case: impl, seq, heads, dim, ms (median
+// of the repeats, after one warm-up), gflops (computed attention FLOPs /
+// time: 4·dim per computed query-key pair plus planner overhead), density
+// (computed pairs / seq² over all heads), edges, peak_rss_mb (the case's
+// process peak) and baseline_rss_mb (the same process before q, k, v
+// existed). Each case runs in a fresh child process so peaks are its own.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/attention_impls.h"
+
+ABSL_FLAG(std::vector<std::string>, impl, std::vector<std::string>({"dense", "lsg"}),
+          "implementations to run");
+ABSL_FLAG(std::vector<std::string>, seq, std::vector<std::string>({"1024", "4096", "16384"}),
+          "sequence lengths");
+ABSL_FLAG(int, heads, 12, "attention heads");
+ABSL_FLAG(int, dim, 64, "head dimension");
+ABSL_FLAG(std::vector<std::string>, density, std::vector<std::string>({"0"}),
+          "target densities for implementations with a budget (0 = native)");
+ABSL_FLAG(int, repeats, 5, "timed repeats per case (median reported)");
+ABSL_FLAG(int, threads, 2, "threads (LibTorch and our executors)");
+ABSL_FLAG(uint64_t, seed, 1, "seed of q, k, v and of sampling planners");
+ABSL_FLAG(bool, json, false, "one JSON object per line instead of a table row");
+ABSL_FLAG(bool, single_case, false, "internal: run exactly one case in this process");
+
+namespace docsparse::bench {
+namespace {
+
+double RssMb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
+}
+
+int RunOneCase(const std::string& impl, const AttentionCase& c) {
+  const AttentionFactory* factory = FindAttentionImpl(impl);
+  if (factory == nullptr) {
+    std::fprintf(stderr, "unknown --impl %s (known: %s)\n", impl.c_str(),
+                 absl::StrJoin(AttentionImplNames(), ", ").c_str());
+    return 2;
+  }
+  absl::StatusOr<PreparedAttention> prepared = (*factory)(c);
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "%s: %s\n", impl.c_str(), prepared.status().ToString().c_str());
+    return 1;
+  }
+  c10::InferenceMode inference_mode;
+  at::set_num_threads(c.threads);
+  const double baseline = RssMb();
+  const int64_t rows = prepared->extra_positions + c.seq;
+  at::manual_seed(c.seed);
+  AttentionInputs inputs{at::randn({1, c.heads, rows, c.head_dim}),
+                         at::randn({1, c.heads, rows, c.head_dim}),
+                         at::randn({1, c.heads, rows, c.head_dim}),
+                         {rows},
+                         0,
+                         {prepared->options}};
+  std::vector<ItemAttentionCost> costs;
+  std::vector<double> times;
+  const int repeats = absl::GetFlag(FLAGS_repeats);
+  for (int i = 0; i <= repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    prepared->mechanism->Forward(inputs, &costs);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0) times.push_back(ms);  // the first run warms caches and pools
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  int64_t edges = 0;
+  for (int64_t e : costs[0].head_edges) edges += e;
+  const double flops = 4.0 * c.head_dim * static_cast<double>(edges) + costs[0].planner_flops;
+  const double density =
+      static_cast<double>(edges) / (static_cast<double>(rows) * rows * c.heads);
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf(
+        "{\"impl\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, \"target_density\": %g, "
+        "\"ms\": %.3f, \"gflops\": %.3f, \"density\": %.6f, \"edges\": %lld, "
+        "\"peak_rss_mb\": %.1f, \"baseline_rss_mb\": %.1f, \"threads\": %d}\n",
+        impl.c_str(), static_cast<long long>(c.seq), c.heads, c.head_dim, c.density, median,
+        flops / (median * 1e6), density, static_cast<long long>(edges), RssMb(), baseline,
+        c.threads);
+  } else {
+    std::printf("%-8s seq %6lld  target %-6g  %10.2f ms  %8.2f GFLOP/s  density %.4f  "
+                "peak %8.1f MB (baseline %.1f)\n",
+                impl.c_str(), static_cast<long long>(c.seq), c.density, median,
+                flops / (median * 1e6), density, RssMb(), baseline);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+// Re-runs this binary with --single_case for one case and waits for it.
+int RunInChild(char* self, const std::string& impl, int64_t seq, const std::string& density) {
+  std::vector<std::string> args = {
+      self,
+      "attention",
+      "--single_case",
+      "--impl=" + impl,
+      absl::StrFormat("--seq=%d", seq),
+      "--density=" + density,
+      absl::StrFormat("--heads=%d", absl::GetFlag(FLAGS_heads)),
+      absl::StrFormat("--dim=%d", absl::GetFlag(FLAGS_dim)),
+      absl::StrFormat("--repeats=%d", absl::GetFlag(FLAGS_repeats)),
+      absl::StrFormat("--threads=%d", absl::GetFlag(FLAGS_threads)),
+      absl::StrFormat("--seed=%d", absl::GetFlag(FLAGS_seed)),
+      absl::GetFlag(FLAGS_json) ? "--json" : "--nojson"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+}  // namespace docsparse::bench
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() != 2 || std::string(rest[1]) != "attention") {
+    std::fprintf(stderr, "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
+                         "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
+                         "[--json]\n");
+    return 2;
+  }
+  using docsparse::bench::AttentionCase;
+  int status = 0;
+  for (const std::string& impl : absl::GetFlag(FLAGS_impl)) {
+    for (const std::string& seq_text : absl::GetFlag(FLAGS_seq)) {
+      for (const std::string& density_text : absl::GetFlag(FLAGS_density)) {
+        int64_t seq = 0;
+        double density = 0;
+        if (!absl::SimpleAtoi(seq_text, &seq) || seq < 1 ||
+            !absl::SimpleAtod(density_text, &density) || density < 0 || density > 1) {
+          std::fprintf(stderr, "bad --seq %s or --density %s\n", seq_text.c_str(),
+                       density_text.c_str());
+          return 2;
+        }
+        if (absl::GetFlag(FLAGS_single_case)) {
+          AttentionCase c{seq, absl::GetFlag(FLAGS_heads), absl::GetFlag(FLAGS_dim), density,
+                          absl::GetFlag(FLAGS_seed), absl::GetFlag(FLAGS_threads)};
+          return docsparse::bench::RunOneCase(impl, c);
+        }
+        status |= docsparse::bench::RunInChild(argv[0], impl, seq, density_text);
+      }
+    }
+  }
+  return status;
+}

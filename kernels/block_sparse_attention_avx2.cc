@@ -1,0 +1,184 @@
+#include "kernels/block_sparse_attention_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace docsparse {
+
+bool CpuHasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+namespace {
+
+#define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
+
+// exp(x) for x <= 0 (scores minus their running maximum), Cephes' expf
+// polynomial after range reduction x = n·ln2 + r; relative error ~1e-7.
+// Inputs below -87 give ~1e-38 rather than 0; the executor never sees masked
+// keys (plans leave them out), so no -inf arrives here.
+DOCSPARSE_AVX2 inline __m256 Exp256(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_floor_ps(
+      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 poly = _mm256_set1_ps(1.9875691500E-4f);
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507E-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073E-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894E-2f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459E-1f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, r2, r), _mm256_set1_ps(1.0f));
+  const __m256i exponent = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
+}
+
+DOCSPARSE_AVX2 inline float HorizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+DOCSPARSE_AVX2 inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// scores[r][j] = q[r]·k[j] for 4 rows x 16 keys at a time: 8 accumulators
+// stay in registers across the head dimension.
+DOCSPARSE_AVX2 void Scores(const Avx2Tile& t, int32_t padded_keys) {
+  const int32_t d = t.head_dim;
+  for (int32_t r = 0; r < t.rows; r += 4) {
+    const float* q0 = t.q + static_cast<int64_t>(r) * d;
+    const float* q1 = q0 + d;
+    const float* q2 = q1 + d;
+    const float* q3 = q2 + d;
+    for (int32_t j = 0; j < padded_keys; j += 16) {
+      __m256 a00 = _mm256_setzero_ps(), a01 = _mm256_setzero_ps();
+      __m256 a10 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps();
+      __m256 a20 = _mm256_setzero_ps(), a21 = _mm256_setzero_ps();
+      __m256 a30 = _mm256_setzero_ps(), a31 = _mm256_setzero_ps();
+      for (int32_t i = 0; i < d; ++i) {
+        const float* kt = t.keys_t + static_cast<int64_t>(i) * t.stride + j;
+        const __m256 k0 = _mm256_loadu_ps(kt);
+        const __m256 k1 = _mm256_loadu_ps(kt + 8);
+        __m256 b = _mm256_broadcast_ss(q0 + i);
+        a00 = _mm256_fmadd_ps(b, k0, a00);
+        a01 = _mm256_fmadd_ps(b, k1, a01);
+        b = _mm256_broadcast_ss(q1 + i);
+        a10 = _mm256_fmadd_ps(b, k0, a10);
+        a11 = _mm256_fmadd_ps(b, k1, a11);
+        b = _mm256_broadcast_ss(q2 + i);
+        a20 = _mm256_fmadd_ps(b, k0, a20);
+        a21 = _mm256_fmadd_ps(b, k1, a21);
+        b = _mm256_broadcast_ss(q3 + i);
+        a30 = _mm256_fmadd_ps(b, k0, a30);
+        a31 = _mm256_fmadd_ps(b, k1, a31);
+      }
+      float* s = t.scores + static_cast<int64_t>(r) * t.stride + j;
+      _mm256_storeu_ps(s, a00);
+      _mm256_storeu_ps(s + 8, a01);
+      s += t.stride;
+      _mm256_storeu_ps(s, a10);
+      _mm256_storeu_ps(s + 8, a11);
+      s += t.stride;
+      _mm256_storeu_ps(s, a20);
+      _mm256_storeu_ps(s + 8, a21);
+      s += t.stride;
+      _mm256_storeu_ps(s, a30);
+      _mm256_storeu_ps(s + 8, a31);
+    }
+  }
+}
+
+// Online-softmax update of every row over the tile's first tile_keys scores
+// (the padding keys beyond get probability 0).
+DOCSPARSE_AVX2 void SoftmaxUpdate(const Avx2Tile& t, int32_t tile_keys, int32_t padded_keys) {
+  const int32_t full = tile_keys / 8 * 8;
+  for (int32_t r = 0; r < t.rows; ++r) {
+    float* row = t.scores + static_cast<int64_t>(r) * t.stride;
+    __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int32_t j = 0; j < full; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(row + j));
+    float tile_max = HorizontalMax(vmax);
+    for (int32_t j = full; j < tile_keys; ++j) tile_max = std::max(tile_max, row[j]);
+    const float new_max = std::max(t.row_max[r], tile_max);
+    const float correction = std::exp(t.row_max[r] - new_max);  // 0 on the first tile
+    for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = -INFINITY;
+    const __m256 shift = _mm256_set1_ps(new_max);
+    const __m256 floor = _mm256_set1_ps(-INFINITY);
+    __m256 vsum = _mm256_setzero_ps();
+    for (int32_t j = 0; j < padded_keys; j += 8) {
+      const __m256 x = _mm256_loadu_ps(row + j);
+      // Padding keys (-inf) must give exactly 0, not Exp256's floor.
+      __m256 e = Exp256(_mm256_sub_ps(x, shift));
+      e = _mm256_and_ps(e, _mm256_cmp_ps(x, floor, _CMP_NEQ_OQ));
+      _mm256_storeu_ps(row + j, e);
+      vsum = _mm256_add_ps(vsum, e);
+    }
+    float* acc = t.acc + static_cast<int64_t>(r) * t.head_dim;
+    const __m256 c = _mm256_set1_ps(correction);
+    for (int32_t i = 0; i < t.head_dim; i += 8) {
+      _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), c));
+    }
+    t.row_sum[r] = t.row_sum[r] * correction + HorizontalSum(vsum);
+    t.row_max[r] = new_max;
+  }
+}
+
+// acc[r] += Σ_j p[r][j] · v[j], 4 rows x 8 output columns in registers.
+DOCSPARSE_AVX2 void Accumulate(const Avx2Tile& t, const float* values, int32_t tile_keys) {
+  const int32_t d = t.head_dim;
+  for (int32_t r = 0; r < t.rows; r += 4) {
+    const float* p0 = t.scores + static_cast<int64_t>(r) * t.stride;
+    const float* p1 = p0 + t.stride;
+    const float* p2 = p1 + t.stride;
+    const float* p3 = p2 + t.stride;
+    for (int32_t c = 0; c < d; c += 8) {
+      float* acc = t.acc + static_cast<int64_t>(r) * d + c;
+      __m256 a0 = _mm256_loadu_ps(acc);
+      __m256 a1 = _mm256_loadu_ps(acc + d);
+      __m256 a2 = _mm256_loadu_ps(acc + 2 * d);
+      __m256 a3 = _mm256_loadu_ps(acc + 3 * d);
+      for (int32_t j = 0; j < tile_keys; ++j) {
+        const __m256 v = _mm256_loadu_ps(values + static_cast<int64_t>(j) * d + c);
+        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), v, a0);
+        a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), v, a1);
+        a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p2 + j), v, a2);
+        a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(p3 + j), v, a3);
+      }
+      _mm256_storeu_ps(acc, a0);
+      _mm256_storeu_ps(acc + d, a1);
+      _mm256_storeu_ps(acc + 2 * d, a2);
+      _mm256_storeu_ps(acc + 3 * d, a3);
+    }
+  }
+}
+
+}  // namespace
+
+DOCSPARSE_AVX2 void Avx2Tile::Run(const float* keys, const float* values,
+                                  int32_t tile_keys) const {
+  const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
+  // Transpose the key tile so the score loop reads 16 keys per load; spare
+  // columns are zero (their scores are overwritten by -inf).
+  for (int32_t i = 0; i < head_dim; ++i) {
+    float* row = keys_t + static_cast<int64_t>(i) * stride;
+    for (int32_t j = 0; j < tile_keys; ++j) row[j] = keys[static_cast<int64_t>(j) * head_dim + i];
+    for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = 0.0f;
+  }
+  Scores(*this, padded_keys);
+  SoftmaxUpdate(*this, tile_keys, padded_keys);
+  Accumulate(*this, values, tile_keys);
+}
+
+}  // namespace docsparse
