@@ -1,0 +1,230 @@
+#include "kernels/edge_attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <vector>
+
+namespace docsparse {
+namespace {
+
+// Keys per online-softmax step: the running maximum and the accumulator are
+// rescaled once per chunk instead of once per key, and a chunk of scores
+// (256 bytes) stays in L1.
+constexpr int kChunk = 64;
+// Queries per work item: small enough to balance rows of uneven degree over
+// threads, large enough that the atomic counter is not contended.
+constexpr int32_t kRowsPerTask = 32;
+
+struct RowScratch {
+  float* scores;  // [kChunk]
+  float* acc;     // [head_dim]
+};
+
+// One query row with std::exp, the reference the AVX2 path is tested against.
+void AttendRowPortable(const float* query, const float* keys, const float* values,
+                       const int32_t* index, int64_t count, int32_t head_dim, float scale,
+                       const RowScratch& scratch, float* out) {
+  float running_max = -std::numeric_limits<float>::infinity();
+  float denominator = 0;
+  std::fill(scratch.acc, scratch.acc + head_dim, 0.0f);
+  for (int64_t start = 0; start < count; start += kChunk) {
+    const int n = static_cast<int>(std::min<int64_t>(kChunk, count - start));
+    float chunk_max = -std::numeric_limits<float>::infinity();
+    for (int t = 0; t < n; ++t) {
+      const float* k = keys + static_cast<int64_t>(index[start + t]) * head_dim;
+      float dot = 0;
+      for (int32_t d = 0; d < head_dim; ++d) dot += query[d] * k[d];
+      scratch.scores[t] = dot * scale;
+      chunk_max = std::max(chunk_max, scratch.scores[t]);
+    }
+    if (chunk_max > running_max) {
+      // exp(-inf) = 0 clears the (empty) state on the first chunk.
+      const float correction = std::exp(running_max - chunk_max);
+      denominator *= correction;
+      for (int32_t d = 0; d < head_dim; ++d) scratch.acc[d] *= correction;
+      running_max = chunk_max;
+    }
+    for (int t = 0; t < n; ++t) {
+      const float weight = std::exp(scratch.scores[t] - running_max);
+      denominator += weight;
+      const float* v = values + static_cast<int64_t>(index[start + t]) * head_dim;
+      for (int32_t d = 0; d < head_dim; ++d) scratch.acc[d] += weight * v[d];
+    }
+  }
+  const float inverse = denominator > 0 ? 1.0f / denominator : 0.0f;
+  for (int32_t d = 0; d < head_dim; ++d) out[d] = scratch.acc[d] * inverse;
+}
+
+#define DOCSPARSE_EDGE_AVX2 __attribute__((target("avx2,fma")))
+
+bool HasAvx2Fma() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+// exp(x) for x <= 0 (scores minus their running maximum): Cephes' expf
+// polynomial after the range reduction x = n·ln2 + r; relative error ~1e-7.
+// Inputs below -87 are clamped (giving ~1e-38 instead of 0), harmless for
+// softmax weights.
+DOCSPARSE_EDGE_AVX2 inline __m256 ExpNonPositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_floor_ps(
+      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 poly = _mm256_set1_ps(1.9875691500E-4f);
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507E-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073E-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894E-2f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459E-1f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
+  const __m256 y =
+      _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
+}
+
+DOCSPARSE_EDGE_AVX2 inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// The same row with 8-wide FMA dot products, a vector exp over the chunk and
+// prefetches of the keys a few edges ahead (edges jump around the sequence,
+// so the hardware prefetcher cannot guess them). head_dim % 8 == 0.
+DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, const float* values,
+                                       const int32_t* index, int64_t count, int32_t head_dim,
+                                       float scale, const RowScratch& scratch, float* out) {
+  constexpr int kAhead = 6;
+  const int32_t vectors = head_dim / 8;
+  float running_max = -std::numeric_limits<float>::infinity();
+  float denominator = 0;
+  for (int32_t c = 0; c < vectors; ++c) _mm256_storeu_ps(scratch.acc + 8 * c, _mm256_setzero_ps());
+  for (int64_t start = 0; start < count; start += kChunk) {
+    const int n = static_cast<int>(std::min<int64_t>(kChunk, count - start));
+    const int32_t* chunk = index + start;
+    float chunk_max = -std::numeric_limits<float>::infinity();
+    for (int t = 0; t < n; ++t) {
+      if (start + t + kAhead < count) {
+        const char* ahead = reinterpret_cast<const char*>(
+            keys + static_cast<int64_t>(chunk[t + kAhead]) * head_dim);
+        for (int32_t byte = 0; byte < head_dim * 4; byte += 64) {
+          _mm_prefetch(ahead + byte, _MM_HINT_T0);
+        }
+      }
+      const float* k = keys + static_cast<int64_t>(chunk[t]) * head_dim;
+      __m256 even = _mm256_setzero_ps();
+      __m256 odd = _mm256_setzero_ps();
+      int32_t c = 0;
+      for (; c + 1 < vectors; c += 2) {
+        even = _mm256_fmadd_ps(_mm256_loadu_ps(query + 8 * c), _mm256_loadu_ps(k + 8 * c), even);
+        odd = _mm256_fmadd_ps(_mm256_loadu_ps(query + 8 * c + 8), _mm256_loadu_ps(k + 8 * c + 8),
+                              odd);
+      }
+      if (c < vectors) {
+        even = _mm256_fmadd_ps(_mm256_loadu_ps(query + 8 * c), _mm256_loadu_ps(k + 8 * c), even);
+      }
+      const float score = HorizontalSum(_mm256_add_ps(even, odd)) * scale;
+      scratch.scores[t] = score;
+      chunk_max = std::max(chunk_max, score);
+    }
+    if (chunk_max > running_max) {
+      const float correction = std::exp(running_max - chunk_max);
+      denominator *= correction;
+      const __m256 factor = _mm256_set1_ps(correction);
+      for (int32_t c = 0; c < vectors; ++c) {
+        _mm256_storeu_ps(scratch.acc + 8 * c,
+                         _mm256_mul_ps(_mm256_loadu_ps(scratch.acc + 8 * c), factor));
+      }
+      running_max = chunk_max;
+    }
+    // Pad the chunk to whole vectors with a score whose weight is ~0; the
+    // padding lanes are never summed.
+    const int padded = (n + 7) & ~7;
+    for (int t = n; t < padded; ++t) scratch.scores[t] = running_max - 100.0f;
+    const __m256 shift = _mm256_set1_ps(running_max);
+    for (int t = 0; t < padded; t += 8) {
+      _mm256_storeu_ps(scratch.scores + t,
+                       ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
+    }
+    for (int t = 0; t < n; ++t) {
+      const float weight = scratch.scores[t];
+      denominator += weight;
+      const __m256 w = _mm256_set1_ps(weight);
+      const float* v = values + static_cast<int64_t>(chunk[t]) * head_dim;
+      if (start + t + kAhead < count) {
+        _mm_prefetch(reinterpret_cast<const char*>(
+                         values + static_cast<int64_t>(chunk[t + kAhead]) * head_dim),
+                     _MM_HINT_T0);
+      }
+      for (int32_t c = 0; c < vectors; ++c) {
+        _mm256_storeu_ps(
+            scratch.acc + 8 * c,
+            _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), _mm256_loadu_ps(scratch.acc + 8 * c)));
+      }
+    }
+  }
+  const __m256 inverse = _mm256_set1_ps(denominator > 0 ? 1.0f / denominator : 0.0f);
+  for (int32_t c = 0; c < vectors; ++c) {
+    _mm256_storeu_ps(out + 8 * c, _mm256_mul_ps(_mm256_loadu_ps(scratch.acc + 8 * c), inverse));
+  }
+}
+
+}  // namespace
+
+void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
+  const bool avx2 =
+      p.isa == EdgeKernelIsa::kAuto && p.head_dim % 8 == 0 && p.head_dim > 0 && HasAvx2Fma();
+  const int64_t tasks_per_head = (p.q_len + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t tasks = static_cast<int64_t>(p.batch) * p.heads * tasks_per_head;
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    std::vector<float> buffer(kChunk + p.head_dim);
+    const RowScratch scratch{buffer.data(), buffer.data() + kChunk};
+    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
+      const int64_t batch_head = task / tasks_per_head;
+      const int32_t first = static_cast<int32_t>(task % tasks_per_head) * kRowsPerTask;
+      const int32_t last = std::min(first + kRowsPerTask, p.q_len);
+      const EdgeListView& view = p.edges[batch_head];
+      const float* keys = p.k + batch_head * p.k_len * p.head_dim;
+      const float* values = p.v + batch_head * p.k_len * p.head_dim;
+      for (int32_t row = first; row < last; ++row) {
+        const int64_t offset = (batch_head * p.q_len + row) * p.head_dim;
+        float* out = p.out + offset;
+        if (row >= view.rows) {
+          std::memset(out, 0, sizeof(float) * p.head_dim);
+          continue;
+        }
+        const int64_t begin = view.row_offsets[row];
+        const int64_t count = view.row_offsets[row + 1] - begin;
+        if (avx2) {
+          AttendRowAvx2(p.q + offset, keys, values, view.keys + begin, count, p.head_dim, p.scale,
+                        scratch, out);
+        } else {
+          AttendRowPortable(p.q + offset, keys, values, view.keys + begin, count, p.head_dim,
+                            p.scale, scratch, out);
+        }
+      }
+    }
+  };
+  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, tasks)));
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& thread : pool) thread.join();
+}
+
+}  // namespace docsparse

@@ -1,0 +1,185 @@
+// The edge-list executor against a two-pass softmax in double over the same
+// edges: odd shapes, empty rows, padded batches, both instruction sets, and
+// thread-count independence.
+#include "kernels/edge_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace docsparse {
+namespace {
+
+struct Problem {
+  int batch, heads, q_len, k_len, head_dim;
+  std::vector<float> q, k, v;
+  // Per (item, head): CSR over that item's `rows` real queries.
+  std::vector<std::vector<int64_t>> offsets;
+  std::vector<std::vector<int32_t>> keys;
+  std::vector<int32_t> rows;
+};
+
+// Random q, k, v; item b has lengths[b] real tokens (the rest is padding, with
+// garbage values that must not matter). Each real query gets a random set of
+// distinct real keys with density `density`; about one row in `empty_every`
+// is left empty.
+Problem MakeProblem(int heads, int seq, int head_dim, const std::vector<int>& lengths,
+                    double density, int empty_every, uint32_t seed) {
+  Problem p{static_cast<int>(lengths.size()), heads, seq, seq, head_dim, {}, {}, {}, {}, {}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0, 1);
+  // q and k at twice unit scale spread the scores (several chunk maxima per
+  // row exercise the online rescaling); v at unit scale, as in a model.
+  for (std::vector<float>* x : {&p.q, &p.k, &p.v}) {
+    x->resize(static_cast<size_t>(p.batch) * heads * seq * head_dim);
+    const float scale = x == &p.v ? 1.0f : 2.0f;
+    for (float& value : *x) value = scale * normal(rng);
+  }
+  std::uniform_real_distribution<double> uniform(0, 1);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      std::vector<int64_t> offsets = {0};
+      std::vector<int32_t> keys;
+      for (int i = 0; i < lengths[b]; ++i) {
+        const bool empty = empty_every > 0 && static_cast<int>(rng() % empty_every) == 0;
+        for (int j = 0; j < lengths[b] && !empty; ++j) {
+          if (uniform(rng) < density) keys.push_back(j);
+        }
+        // Unsorted rows must work too.
+        std::shuffle(keys.begin() + offsets.back(), keys.end(), rng);
+        offsets.push_back(static_cast<int64_t>(keys.size()));
+      }
+      p.offsets.push_back(std::move(offsets));
+      p.keys.push_back(std::move(keys));
+      p.rows.push_back(lengths[b]);
+    }
+  }
+  return p;
+}
+
+std::vector<float> RunKernel(const Problem& p, int threads, EdgeKernelIsa isa) {
+  std::vector<float> out(p.q.size(), -7.0f);  // every element must be written
+  std::vector<EdgeListView> views;
+  for (size_t i = 0; i < p.keys.size(); ++i) {
+    views.push_back({p.offsets[i].data(), p.keys[i].data(), p.rows[i]});
+  }
+  EdgeAttentionParams params{p.q.data(),
+                             p.k.data(),
+                             p.v.data(),
+                             out.data(),
+                             views.data(),
+                             p.batch,
+                             p.heads,
+                             p.q_len,
+                             p.k_len,
+                             p.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                             isa};
+  EdgeAttentionCpu(params, threads);
+  return out;
+}
+
+// Two-pass softmax in double; zeros for empty rows and padding queries.
+std::vector<float> Reference(const Problem& p) {
+  std::vector<float> out(p.q.size(), 0.0f);
+  for (int bh = 0; bh < p.batch * p.heads; ++bh) {
+    for (int i = 0; i < p.rows[bh]; ++i) {
+      const int64_t begin = p.offsets[bh][i], end = p.offsets[bh][i + 1];
+      if (begin == end) continue;
+      const float* q = &p.q[(static_cast<size_t>(bh) * p.q_len + i) * p.head_dim];
+      std::vector<double> scores;
+      for (int64_t e = begin; e < end; ++e) {
+        const float* k = &p.k[(static_cast<size_t>(bh) * p.k_len + p.keys[bh][e]) * p.head_dim];
+        double dot = 0;
+        for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(q[d]) * k[d];
+        scores.push_back(dot / std::sqrt(static_cast<double>(p.head_dim)));
+      }
+      const double max_score = *std::max_element(scores.begin(), scores.end());
+      double total = 0;
+      for (double& s : scores) total += (s = std::exp(s - max_score));
+      for (int d = 0; d < p.head_dim; ++d) {
+        double acc = 0;
+        for (int64_t e = begin; e < end; ++e) {
+          acc += scores[e - begin] *
+                 p.v[(static_cast<size_t>(bh) * p.k_len + p.keys[bh][e]) * p.head_dim + d];
+        }
+        out[(static_cast<size_t>(bh) * p.q_len + i) * p.head_dim + d] =
+            static_cast<float>(acc / total);
+      }
+    }
+  }
+  return out;
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+  }
+  return worst;
+}
+
+TEST(EdgeAttentionTest, PaddedBatchWithEmptyRowsMatchesReference) {
+  // Longer rows than one chunk (64 keys) exercise the online rescaling.
+  const Problem p = MakeProblem(3, 150, 32, {150, 77, 1}, 0.6, 5, 1);
+  const std::vector<float> want = Reference(p);
+  EXPECT_LE(MaxAbsDiff(RunKernel(p, 2, EdgeKernelIsa::kAuto), want), 1e-5);
+  EXPECT_LE(MaxAbsDiff(RunKernel(p, 2, EdgeKernelIsa::kPortable), want), 1e-5);
+}
+
+TEST(EdgeAttentionTest, OddHeadDimsAndSparseRowsMatchReference) {
+  for (int head_dim : {1, 7, 8, 24, 40, 64}) {
+    const Problem p = MakeProblem(2, 67, head_dim, {67, 40}, 0.08, 7, 10 + head_dim);
+    const std::vector<float> want = Reference(p);
+    EXPECT_LE(MaxAbsDiff(RunKernel(p, 3, EdgeKernelIsa::kAuto), want), 1e-5) << head_dim;
+    EXPECT_LE(MaxAbsDiff(RunKernel(p, 1, EdgeKernelIsa::kPortable), want), 1e-5) << head_dim;
+  }
+}
+
+TEST(EdgeAttentionTest, EmptyRowsAndPaddingQueriesGiveZeros) {
+  Problem p = MakeProblem(1, 10, 8, {10, 6}, 1.0, 0, 3);
+  // Item 0: rows 2 and 5 empty.
+  std::vector<int64_t>& offsets = p.offsets[0];
+  std::vector<int32_t> keys;
+  std::vector<int64_t> new_offsets = {0};
+  for (int i = 0; i < 10; ++i) {
+    if (i != 2 && i != 5) {
+      keys.insert(keys.end(), p.keys[0].begin() + offsets[i], p.keys[0].begin() + offsets[i + 1]);
+    }
+    new_offsets.push_back(static_cast<int64_t>(keys.size()));
+  }
+  p.keys[0] = keys;
+  p.offsets[0] = new_offsets;
+  const std::vector<float> out = RunKernel(p, 1, EdgeKernelIsa::kAuto);
+  for (int d = 0; d < 8; ++d) {
+    EXPECT_EQ(out[2 * 8 + d], 0.0f);
+    EXPECT_EQ(out[5 * 8 + d], 0.0f);
+    for (int i = 6; i < 10; ++i) EXPECT_EQ(out[(10 + i) * 8 + d], 0.0f) << "padding query " << i;
+  }
+  EXPECT_LE(MaxAbsDiff(out, Reference(p)), 1e-5);
+}
+
+TEST(EdgeAttentionTest, SingleEdgeCopiesItsValue) {
+  Problem p = MakeProblem(1, 5, 16, {5}, 1.0, 0, 4);
+  p.offsets[0] = {0, 1, 1, 1, 1, 1};
+  p.keys[0] = {3};
+  const std::vector<float> out = RunKernel(p, 1, EdgeKernelIsa::kAuto);
+  for (int d = 0; d < 16; ++d) EXPECT_FLOAT_EQ(out[d], p.v[3 * 16 + d]);
+}
+
+TEST(EdgeAttentionTest, ThreadCountDoesNotChangeBits) {
+  const Problem p = MakeProblem(4, 90, 32, {90, 31}, 0.3, 9, 5);
+  for (EdgeKernelIsa isa : {EdgeKernelIsa::kAuto, EdgeKernelIsa::kPortable}) {
+    const std::vector<float> one = RunKernel(p, 1, isa);
+    EXPECT_EQ(one, RunKernel(p, 2, isa));
+    EXPECT_EQ(one, RunKernel(p, 5, isa));
+  }
+}
+
+}  // namespace
+}  // namespace docsparse
