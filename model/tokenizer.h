@@ -1,5 +1,6 @@
-// Tokenizer interface: text -> vocabulary ids. WordPiece (BERT) today; byte
-// level BPE and SentencePiece (BART, Pegasus) implement the same interface.
+// Tokenizer interface: text -> vocabulary ids. WordPiece (BERT), byte-level
+// BPE (RoBERTa, BART) and SentencePiece (Pegasus) implement it;
+// model/tokenizer_loader.h picks one for a model folder.
 #ifndef DOCSPARSE_MODEL_TOKENIZER_H_
 #define DOCSPARSE_MODEL_TOKENIZER_H_
 
@@ -37,17 +38,25 @@ class Tokenizer {
   virtual const SpecialTokenIds& special_tokens() const = 0;
   virtual int32_t vocab_size() const = 0;
 
-  // [CLS] ids [SEP], keeping at most `max_tokens` in total (ids are cut from
-  // the end, as HF truncation=True does for a single sequence).
+  // The special tokens HF's post-processor puts before and after a single
+  // sequence: [CLS] and [SEP] (BERT, RoBERTa, BART) unless a tokenizer says
+  // otherwise (Pegasus: nothing before, </s> after).
+  virtual std::vector<int32_t> FramePrefix() const { return {special_tokens().cls}; }
+  virtual std::vector<int32_t> FrameSuffix() const { return {special_tokens().sep}; }
+
+  // FramePrefix() ids FrameSuffix(), keeping at most `max_tokens` in total
+  // (ids are cut from the end, as HF truncation=True does for a single
+  // sequence).
   std::vector<int32_t> Frame(const std::vector<int32_t>& ids, size_t max_tokens) const {
-    const SpecialTokenIds& special = special_tokens();
-    const size_t room = max_tokens >= 2 ? max_tokens - 2 : 0;
-    std::vector<int32_t> framed;
-    framed.reserve(std::min(ids.size(), room) + 2);
-    framed.push_back(special.cls);
+    const std::vector<int32_t> prefix = FramePrefix();
+    const std::vector<int32_t> suffix = FrameSuffix();
+    const size_t overhead = prefix.size() + suffix.size();
+    const size_t room = max_tokens >= overhead ? max_tokens - overhead : 0;
+    std::vector<int32_t> framed = prefix;
+    framed.reserve(std::min(ids.size(), room) + overhead);
     framed.insert(framed.end(), ids.begin(),
                   ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), room)));
-    framed.push_back(special.sep);
+    framed.insert(framed.end(), suffix.begin(), suffix.end());
     return framed;
   }
 };
