@@ -11,7 +11,7 @@ TEST(CostReportTest, CopiesEveryFigureOfTheAccount) {
   CostAccount account(shape);
   account.AddSequence(5, 8);
   account.AddSequence(3, 8);
-  for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{25 + 9, 20, 10}, 0});
+  for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{25 + 9, 20, 10}, 0, {}});
   v1::CostReport report;
   FillCostReport(account, AttentionKind::kDense, &report);
   EXPECT_EQ(report.input_tokens(), 8);
