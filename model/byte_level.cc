@@ -39,8 +39,8 @@ size_t RunEnd(const std::vector<Gpt2CharClass>& classes, size_t i, Gpt2CharClass
   return i;
 }
 
-// The characters that are among 's 't 'm 'd / 're 've 'll after an
-// apostrophe: the contractions the regex tries first (case-sensitive).
+// The length of the contraction ('s 't 'm 'd 're 've 'll, lower case only)
+// at chars[i], or 0: the regex's first alternatives.
 size_t ContractionLength(const std::u32string& chars, size_t i) {
   if (chars[i] != U'\'' || i + 1 >= chars.size()) return 0;
   const char32_t a = chars[i + 1];
