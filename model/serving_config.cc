@@ -164,9 +164,12 @@ absl::Status ParseTasks(const Validator& v, const json& value, std::vector<Task>
 absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoice& attention) {
   ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "attention", value));
   if (const json* kind = reader.Get("kind")) {
-    // "lsg" and "sbm" join when their planners do.
     ASSIGN_OR_RETURN(attention.kind,
-                     v.Enum<std::string>(reader.PathOf("kind"), *kind, {{"dense", "dense"}}));
+                     v.Enum<std::string>(reader.PathOf("kind"), *kind,
+                                         {{"native", "native"},
+                                          {"dense", "dense"},
+                                          {"lsg", "lsg"},
+                                          {"sbm", "sbm"}}));
   }
   return reader.CheckNoUnknownKeys();
 }
@@ -357,6 +360,9 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
   }
   if (const json* normalize = reader.Get("normalize")) {
     ASSIGN_OR_RETURN(result.normalize, v.Bool("normalize", *normalize));
+  }
+  if (const json* is_default = reader.Get("default")) {
+    ASSIGN_OR_RETURN(result.default_model, v.Bool("default", *is_default));
   }
   if (const json* attention = reader.Get("attention")) {
     RETURN_IF_ERROR(ParseAttention(v, *attention, result.attention));

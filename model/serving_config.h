@@ -11,10 +11,11 @@
 //   "docsparse.json: attention.lsg_block: unknown key"
 // Example with every key:
 //   {
+//     "default": true,                   // requests naming no model come here
 //     "tasks": ["embed", "classify", "summarize"],
 //     "pooling": "mean",                 // "mean" | "cls"
 //     "normalize": true,
-//     "attention": {"kind": "dense"},    // only "dense" for now
+//     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm"
 //     "max_document_tokens": 65536,      // hard cap per request
 //     "overflow": "chunk",               // "reject" | "truncate" | "chunk"
 //     "zero_shot": {
@@ -53,10 +54,15 @@ std::string_view TaskName(Task task);                   // "embed", ...
 std::string_view PoolingModeName(PoolingMode pooling);  // "mean", "cls"
 std::string_view OverflowPolicyName(OverflowPolicy overflow);
 
-// The attention planner a model serves with by default. Only "dense" is
-// accepted until the LSG and SBM planners land; their knobs will join here.
+// The attention planner a model serves with by default:
+//   "native" (default): LSG when config.json is an LSG checkpoint (its own
+//            LSG fields), else dense;
+//   "dense":  full attention (on an LSG checkpoint: over [global ; tokens],
+//            what the reference runs on short inputs);
+//   "lsg":    requires an LSG checkpoint (docsparse-convert lsg makes one);
+//   "sbm":    requires sbm.safetensors beside the checkpoint.
 struct AttentionChoice {
-  std::string kind = "dense";
+  std::string kind = "native";
 };
 
 struct ZeroShotLabel {
@@ -91,6 +97,9 @@ struct BatchingConfig {
 };
 
 struct ServingConfig {
+  // The model requests without a model name go to; at most one per
+  // repository (else the first by name).
+  bool default_model = false;
   std::vector<Task> tasks = {Task::kEmbed, Task::kClassify, Task::kSummarize};
   PoolingMode pooling = PoolingMode::kMean;
   bool normalize = true;  // L2-normalise embeddings

@@ -49,13 +49,17 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
 
 absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
     const std::vector<std::vector<int32_t>>& sequences,
-    const std::vector<CostAccount*>& row_costs) const {
+    const std::vector<CostAccount*>& row_costs,
+    const std::vector<ItemAttentionOptions>& attention) const {
   const int64_t hidden = encoder_.config().hidden_size;
   const int64_t count = static_cast<int64_t>(sequences.size());
   PooledSequences pooled{at::empty({count, hidden}, at::kFloat),
                          at::empty({count, hidden}, at::kFloat)};
   if (!row_costs.empty() && row_costs.size() != sequences.size()) {
     return absl::InvalidArgumentError("row_costs: one entry per sequence expected");
+  }
+  if (!attention.empty() && attention.size() != sequences.size()) {
+    return absl::InvalidArgumentError("attention: one entry per sequence expected");
   }
   // Sort by length so each forward batch pads little.
   std::vector<size_t> order(sequences.size());
@@ -70,6 +74,7 @@ absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
     for (size_t i = first; i < last; ++i) {
       batch.sequences.push_back(sequences[order[i]]);
       costs.push_back(row_costs.empty() ? nullptr : row_costs[order[i]]);
+      if (!attention.empty()) batch.attention_options.push_back(attention[order[i]]);
     }
     ASSIGN_OR_RETURN(EncoderOutput output, encoder_.Forward(batch, costs));
     const at::Tensor mean = Pool(output.hidden, output.lengths, PoolingMode::kMean);

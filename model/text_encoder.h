@@ -54,10 +54,11 @@ class TextEncoder {
   // Encodes framed sequences in forward batches of similar length (at most
   // max_batch_size sequences each), adding sequence i's cost to row_costs[i]
   // (empty: not counted). Requests batched together pass their sequences
-  // here at once.
+  // here at once, with each sequence's attention options (empty: defaults).
   absl::StatusOr<PooledSequences> EncodeSequences(
       const std::vector<std::vector<int32_t>>& sequences,
-      const std::vector<CostAccount*>& row_costs) const;
+      const std::vector<CostAccount*>& row_costs,
+      const std::vector<ItemAttentionOptions>& attention = {}) const;
 
   // One pooling of already framed sequences, all costs to `cost`.
   absl::StatusOr<at::Tensor> EmbedSequences(const std::vector<std::vector<int32_t>>& sequences,

@@ -107,16 +107,18 @@ void Batcher::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
   if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
   std::vector<std::vector<int32_t>> sequences;
   std::vector<CostAccount*> costs;
+  std::vector<ItemAttentionOptions> attention;
   for (const auto& job : batch) {
     for (const auto& sequence : job->sequences) {
       sequences.push_back(sequence);
       costs.push_back(&job->cost);
+      attention.push_back(job->attention);
     }
   }
   EncodeResult shared;
   shared.batch_size = static_cast<int>(batch.size());
   shared.started = BatchClock::now();
-  absl::StatusOr<PooledSequences> pooled = encoder_.EncodeSequences(sequences, costs);
+  absl::StatusOr<PooledSequences> pooled = encoder_.EncodeSequences(sequences, costs, attention);
   shared.finished = BatchClock::now();
   int64_t row = 0;
   for (auto& job : batch) {

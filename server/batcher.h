@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "model/attention.h"
 #include "model/cost_model.h"
 #include "model/text_encoder.h"
 #include "server/batch_former.h"
@@ -36,6 +37,8 @@ struct EncodeJob {
 
   PendingRequest pending;                       // key, arrival, deadline and priced cost
   std::vector<std::vector<int32_t>> sequences;  // framed
+  // What the request's budget chose, for every one of its sequences.
+  ItemAttentionOptions attention;
   // Whether the client has gone; polled while the job waits.
   std::function<bool()> is_cancelled;
   // Accumulates the cost of this job's sequences.

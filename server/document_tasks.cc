@@ -13,6 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "model/extractive_summary.h"
+#include "model/lsg_attention.h"
+#include "model/lsg_mask_map.h"
 #include "model/mask_map.h"
 #include "model/pooling.h"
 #include "model/sentence_splitter.h"
@@ -36,21 +38,23 @@ struct JobContext {
   std::vector<int64_t> document_lengths;
 };
 
-// A job over `sequences`, priced with the dense cost model.
+// A job over `sequences` with the attention its budget chose, priced with
+// the planner's cost model.
 std::unique_ptr<EncodeJob> MakeJob(const ServedModel& model, const char* task,
-                                   std::vector<std::vector<int32_t>> sequences) {
+                                   std::vector<std::vector<int32_t>> sequences,
+                                   const ItemAttentionOptions& attention) {
   auto job = std::make_unique<EncodeJob>(model.encoder->shape());
-  const EncoderShape shape = model.encoder->shape();
   job->pending.key =
       BatchKey{model.name, task, std::string(AttentionKindName(model.encoder->attention().kind()))};
   job->pending.enqueued = BatchClock::now();
+  job->pending.attention_flops = PlannedAttentionFlops(model, attention, sequences);
   for (const auto& sequence : sequences) {
     const int64_t length = static_cast<int64_t>(sequence.size());
     job->pending.tokens += length;
-    job->pending.attention_flops += DenseAttentionFlops(length, shape) * shape.num_layers;
     job->pending.longest_sequence = std::max(job->pending.longest_sequence, length);
   }
   job->sequences = std::move(sequences);
+  job->attention = attention;
   return job;
 }
 
@@ -84,9 +88,13 @@ void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
   if (options.return_mask_map()) {
     const int resolution = options.mask_map_resolution() > 0 ? options.mask_map_resolution() : 64;
     int cells = 0;
+    const ServedModel& model = *context.model;
     const std::vector<float> map =
-        DenseWindowsMaskMap(context.document_lengths, resolution, &cells);
-    // Dense attention computes the same pairs in every layer.
+        model.encoder->attention().kind() == AttentionKind::kLsg && model.config.lsg
+            ? LsgMaskMap(ApplyLsgKnobs(*model.config.lsg, job.attention),
+                         context.document_lengths, resolution, &cells)
+            : DenseWindowsMaskMap(context.document_lengths, resolution, &cells);
+    // Dense and LSG plans pick the same pairs in every layer.
     for (int layer = 0; layer < context.model->config.num_layers; ++layer) {
       v1::MaskMap* out = report->add_mask_maps();
       out->set_layer(layer);
@@ -147,13 +155,14 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
   ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
   ASSIGN_OR_RETURN(DocumentWindows windows,
                    model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
-  RETURN_IF_ERROR(CheckPlannedGflops(*model, request.budget(), windows.windows));
+  ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
+                   PlanBudget(*model, request.budget(), windows.windows));
 
   JobContext context{model, received, input.tokenize_ms, windows.truncated,
                      Lengths(windows.windows)};
   const PoolingMode pooling = ResolvePooling(request.pooling(), *model);
   const bool normalize = request.has_normalize() ? request.normalize() : model->serving.normalize;
-  auto job = MakeJob(*model, "embed", windows.windows);
+  auto job = MakeJob(*model, "embed", windows.windows, attention);
   job->done = Completes(std::move(complete), [&request, response, context, pooling, normalize,
                                               sequences = std::move(windows.windows)](
                                                  EncodeJob& job, const EncodeResult& result) {
@@ -197,7 +206,8 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
   ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
   ASSIGN_OR_RETURN(DocumentWindows windows,
                    model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
-  RETURN_IF_ERROR(CheckPlannedGflops(*model, request.budget(), windows.windows));
+  ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
+                   PlanBudget(*model, request.budget(), windows.windows));
 
   // Labels not embedded yet ride in the same job, after the windows.
   const std::vector<std::string> missing =
@@ -210,7 +220,8 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
   }
   JobContext context{model, received, input.tokenize_ms, windows.truncated,
                      Lengths(windows.windows)};
-  auto job = MakeJob(*model, use_head ? "classify_head" : "classify", std::move(sequences));
+  auto job =
+      MakeJob(*model, use_head ? "classify_head" : "classify", std::move(sequences), attention);
   job->done = Completes(std::move(complete), [&request, response, context, use_head, labels,
                                               missing, temperature,
                                               windows = std::move(windows.windows)](
@@ -299,14 +310,15 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
     framed.push_back(
         model->tokenizer->Frame(model->tokenizer->Encode(sentences[index].text), limit));
   }
-  RETURN_IF_ERROR(CheckPlannedGflops(*model, request.budget(), framed));
+  ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
+                   PlanBudget(*model, request.budget(), framed));
 
   JobContext context{model, received, input.tokenize_ms, false, Lengths(framed)};
   const int count =
       params.max_sentences() > 0 ? params.max_sentences() : model->serving.extractive.max_sentences;
   const float diversity =
       params.has_diversity() ? params.diversity() : model->serving.extractive.diversity;
-  auto job = MakeJob(*model, "summarize", std::move(framed));
+  auto job = MakeJob(*model, "summarize", std::move(framed), attention);
   job->done = Completes(std::move(complete), [&request, response, context, count, diversity,
                                               candidates = std::move(candidates),
                                               sentences = std::move(sentences)](
@@ -343,7 +355,7 @@ void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
                                                 : v1::TASK_SUMMARIZE);
     }
     info->set_attention(ToProto(model->encoder->attention().kind()));
-    info->add_available_attention(v1::ATTENTION_KIND_DENSE);
+    info->add_available_attention(ToProto(model->encoder->attention().kind()));
     info->set_max_position_tokens(static_cast<int32_t>(model->encoder->max_sequence_length()));
     info->set_max_document_tokens(static_cast<int32_t>(
         std::min<int64_t>(limits_.max_document_tokens, model->serving.max_document_tokens)));

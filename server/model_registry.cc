@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "model/lsg_attention.h"
 #include "model/wordpiece_tokenizer.h"
 
 namespace docsparse {
@@ -45,6 +46,28 @@ absl::StatusOr<at::Tensor> LabelEmbeddingCache::Rows(const std::vector<std::stri
   return at::stack(rows);
 }
 
+namespace {
+
+// The planner docsparse.json asks for, if the checkpoint can run it.
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
+    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config) {
+  if (choice.kind == "dense" || (choice.kind == "native" && !config.lsg.has_value())) {
+    return MakeDenseAttention();
+  }
+  if (choice.kind == "native" || choice.kind == "lsg") {
+    if (!config.lsg.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint "
+                             "(config.json with LSG fields; make one with docsparse-convert lsg)"));
+    }
+    return MakeLsgAttention(*config.lsg);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, "/docsparse.json: attention.kind \"", choice.kind, "\" is not served yet"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
                                                              const std::string& path) {
   const auto start = std::chrono::steady_clock::now();
@@ -56,7 +79,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
                    WordPieceTokenizer::FromModelDir(path));
   model->tokenizer = std::move(tokenizer);
-  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, MakeDenseAttention()));
+  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
+                   MakeServingAttention(path, model->serving.attention, model->config));
+  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention)));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
   model->labels = std::make_unique<LabelEmbeddingCache>();
@@ -91,11 +116,22 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::st
     return absl::NotFoundError(absl::StrCat("no model folder with a docsparse.json in '",
                                             repository, "' (run scripts/setup)"));
   }
+  registry->default_model_ = registry->models_.begin()->second.get();
+  std::vector<std::string> defaults;
+  for (const auto& [name, model] : registry->models_) {
+    if (!model->serving.default_model) continue;
+    defaults.push_back(name);
+    registry->default_model_ = model.get();
+  }
+  if (defaults.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("models ", absl::StrJoin(defaults, ", "),
+                                                   " all say \"default\": true; one may"));
+  }
   return registry;
 }
 
 absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) const {
-  if (name.empty()) return models_.begin()->second.get();
+  if (name.empty()) return default_model_;
   auto it = models_.find(name);
   if (it != models_.end()) return it->second.get();
   std::vector<std::string> names;

@@ -66,13 +66,15 @@ class ModelRegistry {
   // Fails (naming the folder) if one of them does not load, or if none does.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository);
 
-  // The model named `name`; an empty name means the default model (the only
-  // one, or the first by name). NotFound lists the models there are.
+  // The model named `name`; an empty name means the default model (the one
+  // whose docsparse.json says "default": true, else the first by name).
+  // NotFound lists the models there are.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
   std::vector<const ServedModel*> models() const;
 
  private:
   std::map<std::string, std::unique_ptr<ServedModel>> models_;
+  const ServedModel* default_model_ = nullptr;
 };
 
 // Loads one model folder.

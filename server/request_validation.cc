@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "model/lsg_attention.h"
+#include "model/lsg_budget.h"
 #include "model/unicode_text.h"
 
 namespace docsparse {
@@ -70,21 +72,35 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
   return input;
 }
 
+namespace {
+
+bool RunsLsg(const ServedModel& model) {
+  return model.encoder->attention().kind() == AttentionKind::kLsg && model.config.lsg.has_value();
+}
+
+std::vector<int64_t> TokenCounts(const std::vector<std::vector<int32_t>>& sequences) {
+  std::vector<int64_t> counts;
+  for (const auto& sequence : sequences) counts.push_back(static_cast<int64_t>(sequence.size()));
+  return counts;
+}
+
+}  // namespace
+
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget) {
-  if (budget.attention() != v1::ATTENTION_KIND_UNSPECIFIED &&
-      budget.attention() != v1::ATTENTION_KIND_DENSE) {
+  const v1::AttentionKind own = RunsLsg(model) ? v1::ATTENTION_KIND_LSG : v1::ATTENTION_KIND_DENSE;
+  if (budget.attention() != v1::ATTENTION_KIND_UNSPECIFIED && budget.attention() != own) {
     const std::string& name = v1::AttentionKind_Name(budget.attention());
     return absl::InvalidArgumentError(
         absl::StrCat("budget.attention: model '", model.name, "' has no parameters for ",
                      name.empty() ? absl::StrCat("unknown kind ", budget.attention()) : name,
-                     " (available: ATTENTION_KIND_DENSE)"));
+                     " (available: ", v1::AttentionKind_Name(own), ")"));
   }
   switch (budget.cap_case()) {
     case v1::SparsityBudget::kMaxDensity:
       if (!(budget.max_density() > 0 && budget.max_density() <= 1)) {
         return absl::InvalidArgumentError("budget.max_density: must be in (0, 1]");
       }
-      if (budget.strict() && budget.max_density() < 1) {
+      if (!RunsLsg(model) && budget.strict() && budget.max_density() < 1) {
         return absl::InvalidArgumentError(absl::StrCat("budget.max_density: ", budget.max_density(),
                                                        " is below the minimum 1 for model '",
                                                        model.name, "' (dense attention)"));
@@ -98,29 +114,62 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
     case v1::SparsityBudget::kEdgeRegularization:
       return absl::InvalidArgumentError(
           absl::StrCat("budget.edge_regularization: applies to SBM attention; model '", model.name,
-                       "' runs dense attention"));
+                       "' runs ", RunsLsg(model) ? "lsg" : "dense", " attention"));
     case v1::SparsityBudget::CAP_NOT_SET:
       break;
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckPlannedGflops(const ServedModel& model, const v1::SparsityBudget& budget,
-                                const std::vector<std::vector<int32_t>>& sequences) {
-  if (budget.cap_case() != v1::SparsityBudget::kMaxAttentionGflops || !budget.strict()) {
-    return absl::OkStatus();
-  }
+double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
+                             const std::vector<std::vector<int32_t>>& sequences) {
   const EncoderShape shape = model.encoder->shape();
   double flops = 0;
   for (const auto& sequence : sequences) {
-    flops += DenseAttentionFlops(static_cast<int64_t>(sequence.size()), shape) * shape.num_layers;
+    const int64_t tokens = static_cast<int64_t>(sequence.size());
+    if (RunsLsg(model)) {
+      const LsgConfig config = ApplyLsgKnobs(*model.config.lsg, options);
+      flops += 4.0 * shape.head_dim *
+               static_cast<double>(LsgPlannedEdges(config, tokens, shape.num_heads)) *
+               shape.num_layers;
+    } else {
+      flops += DenseAttentionFlops(tokens, shape) * shape.num_layers;
+    }
   }
-  if (flops / 1e9 > budget.max_attention_gflops()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "budget.max_attention_gflops: ", budget.max_attention_gflops(), " is below the minimum ",
-        flops / 1e9, " GFLOP for this document on model '", model.name, "' (dense attention)"));
+  return flops;
+}
+
+absl::StatusOr<ItemAttentionOptions> PlanBudget(
+    const ServedModel& model, const v1::SparsityBudget& budget,
+    const std::vector<std::vector<int32_t>>& sequences) {
+  if (RunsLsg(model)) {
+    LsgCap cap;
+    if (budget.cap_case() == v1::SparsityBudget::kMaxDensity) cap.max_density = budget.max_density();
+    if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops) {
+      cap.max_attention_gflops = budget.max_attention_gflops();
+    }
+    const LsgKnobChoice choice =
+        ChooseLsgKnobs(*model.config.lsg, TokenCounts(sequences), model.encoder->shape(), cap);
+    if (!choice.fits && budget.strict()) {
+      const bool density = cap.max_density.has_value();
+      return absl::InvalidArgumentError(absl::StrCat(
+          density ? "budget.max_density: " : "budget.max_attention_gflops: ",
+          density ? budget.max_density() : budget.max_attention_gflops(), " is below the minimum ",
+          density ? choice.planned_density : choice.planned_attention_gflops,
+          density ? "" : " GFLOP", " for this document on model '", model.name,
+          "' (lsg: the cheapest block / sparse block / sparsity factor on its lattice)"));
+    }
+    return choice.options;
   }
-  return absl::OkStatus();
+  if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops && budget.strict()) {
+    const double gflops = PlannedAttentionFlops(model, {}, sequences) / 1e9;
+    if (gflops > budget.max_attention_gflops()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "budget.max_attention_gflops: ", budget.max_attention_gflops(), " is below the minimum ",
+          gflops, " GFLOP for this document on model '", model.name, "' (dense attention)"));
+    }
+  }
+  return ItemAttentionOptions{};
 }
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost) {

@@ -37,13 +37,22 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
 absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
                                                 const std::string& name, Task task);
 
-// Dense is the only planner so far: validates the budget against it.
+// Validates the budget's fields against the model's planner (dense or LSG).
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget);
 
-// Strict FLOP caps are checked against the planned cost of the sequences
-// before anything runs.
-absl::Status CheckPlannedGflops(const ServedModel& model, const v1::SparsityBudget& budget,
-                                const std::vector<std::vector<int32_t>>& sequences);
+// Plans the request's attention under its budget before anything runs: for
+// LSG, the knobs from the lattice around the native config
+// (model/lsg_budget.h); for dense, nothing to choose. A cap below the
+// cheapest plan runs that plan (budget_met comes out false), unless `strict`,
+// which is INVALID_ARGUMENT naming the minimum.
+absl::StatusOr<ItemAttentionOptions> PlanBudget(const ServedModel& model,
+                                                const v1::SparsityBudget& budget,
+                                                const std::vector<std::vector<int32_t>>& sequences);
+
+// Attention FLOPs (all layers) the planner will spend on `sequences` with
+// `options`: what the batch former prices.
+double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
+                             const std::vector<std::vector<int32_t>>& sequences);
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost);
 

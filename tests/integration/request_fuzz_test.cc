@@ -343,6 +343,7 @@ class RequestFuzzTest : public ::testing::Test {
     ASSERT_TRUE(std::getline(lines, line));
     const nlohmann::json reference = nlohmann::json::parse(line);
     v1::EmbedRequest request;
+    request.set_model("minilm");  // the dense model the fixture comes from
     request.mutable_document()->set_text(reference["text"].get<std::string>());
     auto response = client_->Embed(request, absl::FromChrono(kCallDeadline));
     ASSERT_TRUE(response.ok()) << response.status();
@@ -974,6 +975,7 @@ TEST_F(RequestFuzzTest, AdversarialFieldsGetOkOrANamedError) {
                        {"document.token_ids"});
   {
     v1::EmbedRequest request = EmbedIds(std::vector<int32_t>(600, 2023));
+    request.set_model("minilm");  // 512 positions (minilm-lsg has 16384)
     request.mutable_options()->set_overflow(v1::OVERFLOW_REJECT);
     ExpectError("600 token ids with REJECT", Embed(request), exhausted, {"512"});
   }

@@ -24,7 +24,7 @@ TEST(ServingConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_THAT(config->tasks, ElementsAre(Task::kEmbed, Task::kClassify, Task::kSummarize));
   EXPECT_EQ(config->pooling, PoolingMode::kMean);
   EXPECT_TRUE(config->normalize);
-  EXPECT_EQ(config->attention.kind, "dense");
+  EXPECT_EQ(config->attention.kind, "native");
   EXPECT_EQ(config->max_document_tokens, 65536);
   EXPECT_EQ(config->overflow, OverflowPolicy::kChunk);
   EXPECT_DOUBLE_EQ(config->zero_shot.temperature, 0.05);
@@ -108,7 +108,10 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
       {"/pooling", "max", "pooling: unsupported value \"max\" (expected \"mean\" or \"cls\")"},
       {"/normalize", 1, "normalize: expected boolean, got integer"},
       {"/attention", "dense", "attention: expected object, got string"},
-      {"/attention/kind", "lsg", "attention.kind: unsupported value \"lsg\" (expected \"dense\")"},
+      {"/attention/kind", "bigbird",
+       "attention.kind: unsupported value \"bigbird\" (expected \"native\" or \"dense\" or "
+       "\"lsg\" or \"sbm\")"},
+      {"/default", "yes", "default: expected boolean, got string"},
       {"/attention/block_size", 64, "attention.block_size: unknown key"},
       {"/max_document_tokens", 0, "max_document_tokens: 0 is out of range [1, 16777216]"},
       {"/max_document_tokens", 1.5, "max_document_tokens: expected integer, got number"},
