@@ -1,0 +1,105 @@
+// The encoder half of BART in LibTorch, plain or LSG (ccdv-ai/
+// convert_checkpoint_to_lsg, LSGBartEncoder), with the attention delegated to
+// an AttentionMechanism. The decoder comes with the summarization issue.
+#ifndef DOCSPARSE_MODEL_BART_ENCODER_H_
+#define DOCSPARSE_MODEL_BART_ENCODER_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/attention.h"
+#include "model/bart_config.h"
+#include "model/cost_model.h"
+#include "model/encoder.h"
+
+namespace docsparse {
+
+struct BartLayerWeights {
+  at::Tensor qkv_weight, qkv_bias;  // [3h, h], [3h]: q_proj, k_proj, v_proj fused
+  at::Tensor out_weight, out_bias;  // self_attn.out_proj
+  at::Tensor attention_norm_weight, attention_norm_bias;  // self_attn_layer_norm
+  at::Tensor fc1_weight, fc1_bias;                        // [ffn, h], [ffn]
+  at::Tensor fc2_weight, fc2_bias;                        // [h, ffn], [h]
+  at::Tensor final_norm_weight, final_norm_bias;          // final_layer_norm
+};
+
+struct BartEncoderWeights {
+  at::Tensor token_embeddings;     // [vocab, h]: shared / encoder.embed_tokens
+  at::Tensor position_embeddings;  // [max_position_embeddings + 2, h]
+  at::Tensor embedding_norm_weight, embedding_norm_bias;  // layernorm_embedding
+  // LSG: [512, h], the reference's table of global token embeddings (the
+  // first num_global_tokens rows are used).
+  at::Tensor global_embeddings;
+  std::vector<BartLayerWeights> layers;
+};
+
+// Reads the encoder weights from a checkpoint folder (model.safetensors or a
+// sharded index): bare names (BartModel) or under "model." (task models such
+// as BartForConditionalGeneration); token embeddings from "shared.weight",
+// else "encoder.embed_tokens.weight". F16/BF16 become F32; shapes are checked
+// against the config. Decoder tensors are not read.
+absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& model_dir,
+                                                          const BartConfig& config);
+
+// Immutable after Create; Forward may run on several threads at once.
+//
+// Each sequence runs as the reference runs it alone (a batch of one), so a
+// result never depends on the rest of the batch. LSG: the global token
+// embeddings go in front of the token embeddings before layernorm_embedding;
+// a sequence longer than 2·block_size is padded up to a multiple of the block
+// size with pad_token_id *tokens* (embedded, with their positions, as
+// LSGBartEncoder pads input_ids; BERT-family LSG pads with zero hidden states
+// instead); a shorter one runs full attention. Costs count the global tokens
+// as real tokens.
+class BartEncoder {
+ public:
+  static absl::StatusOr<std::unique_ptr<BartEncoder>> Create(
+      const std::string& model_dir, const BartConfig& config,
+      std::unique_ptr<AttentionMechanism> attention);
+  BartEncoder(BartConfig config, BartEncoderWeights weights,
+              std::unique_ptr<AttentionMechanism> attention);
+
+  // Runs the sequences (ids with BART's <s> … </s>; token_types must be
+  // empty) as one right-padded batch. `hidden` is [batch, global_rows() +
+  // longest, h], float32: with LSG and pass_global_tokens_to_decoder the
+  // global tokens' rows come first, unchanged by pool_with_global (what
+  // LSGBartEncoder hands its decoder); otherwise only the tokens, with
+  // pool_with_global applied for LSG. Row i's valid rows are [0,
+  // global_rows() + lengths[i]). Adds sequence i's cost to row_costs[i]
+  // (entries may be null or repeat; empty counts nothing). InvalidArgument
+  // for an empty batch, an empty sequence, one whose (adaptively padded)
+  // length exceeds the position table, an id outside the vocabulary, token
+  // types, or per-sequence vectors of the wrong size.
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
+                                        const std::vector<CostAccount*>& row_costs) const;
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const {
+    return Forward(batch, std::vector<CostAccount*>(batch.sequences.size(), cost));
+  }
+
+  const BartConfig& config() const { return config_; }
+  EncoderShape shape() const;
+  const AttentionMechanism& attention() const { return *attention_; }
+  // Leading global-token rows of Forward's output: num_global_tokens with LSG
+  // and pass_global_tokens_to_decoder, else 0.
+  int64_t global_rows() const;
+
+ private:
+  at::Tensor Layer(const at::Tensor& x, const BartLayerWeights& w,
+                   const std::vector<int64_t>& lengths,
+                   const std::vector<ItemAttentionOptions>& options, int layer,
+                   std::vector<ItemAttentionCost>* item_costs) const;
+  at::Tensor Activate(const at::Tensor& x) const;
+
+  BartConfig config_;
+  BartEncoderWeights weights_;
+  std::unique_ptr<AttentionMechanism> attention_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_BART_ENCODER_H_
