@@ -182,11 +182,132 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
   }
 }
 
+// The same row for head_dim = 8·kVectors, the common sizes: dot products
+// eight keys at a time, reduced to one vector of eight scores by a transpose
+// (no horizontal sum per key), the values of a chunk prefetched while its
+// scores are computed, and the accumulator in registers while the chunk's
+// values are added.
+template <int kVectors>
+DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, const float* values,
+                                        const int32_t* index, int64_t count, float scale,
+                                        const RowScratch& scratch, float* out) {
+  constexpr int kDim = 8 * kVectors;
+  constexpr int kAhead = 16;
+  float running_max = -std::numeric_limits<float>::infinity();
+  float denominator = 0;
+  for (int c = 0; c < kVectors; ++c) _mm256_storeu_ps(scratch.acc + 8 * c, _mm256_setzero_ps());
+  for (int64_t start = 0; start < count; start += kChunk) {
+    const int n = static_cast<int>(std::min<int64_t>(kChunk, count - start));
+    const int32_t* chunk = index + start;
+    {
+      __m256 q[kVectors];
+      for (int c = 0; c < kVectors; ++c) {
+        q[c] = _mm256_mul_ps(_mm256_loadu_ps(query + 8 * c), _mm256_set1_ps(scale));
+      }
+      for (int t = 0; t < n; t += 8) {
+        __m256 dots[8];
+        for (int u = 0; u < 8; ++u) {
+          if (t + u >= n) {
+            dots[u] = _mm256_setzero_ps();
+            continue;
+          }
+          if (start + t + u + kAhead < count) {
+            const float* ahead = keys + static_cast<int64_t>(chunk[t + u + kAhead]) * kDim;
+            for (int line = 0; line < kDim; line += 16) {
+              _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+            }
+          }
+          const float* v = values + static_cast<int64_t>(chunk[t + u]) * kDim;
+          for (int line = 0; line < kDim; line += 16) {
+            _mm_prefetch(reinterpret_cast<const char*>(v + line), _MM_HINT_T0);
+          }
+          const float* k = keys + static_cast<int64_t>(chunk[t + u]) * kDim;
+          __m256 sum = _mm256_mul_ps(q[0], _mm256_loadu_ps(k));
+          for (int c = 1; c < kVectors; ++c) {
+            sum = _mm256_fmadd_ps(q[c], _mm256_loadu_ps(k + 8 * c), sum);
+          }
+          dots[u] = sum;
+        }
+        // Transpose-reduce: lane u of the result is the sum of dots[u].
+        const __m256 t0 = _mm256_hadd_ps(dots[0], dots[1]);
+        const __m256 t1 = _mm256_hadd_ps(dots[2], dots[3]);
+        const __m256 t2 = _mm256_hadd_ps(dots[4], dots[5]);
+        const __m256 t3 = _mm256_hadd_ps(dots[6], dots[7]);
+        const __m256 u0 = _mm256_hadd_ps(t0, t1);
+        const __m256 u1 = _mm256_hadd_ps(t2, t3);
+        _mm256_storeu_ps(scratch.scores + t, _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                                                           _mm256_permute2f128_ps(u0, u1, 0x31)));
+      }
+    }
+    float chunk_max = -std::numeric_limits<float>::infinity();
+    for (int t = 0; t < n; ++t) chunk_max = std::max(chunk_max, scratch.scores[t]);
+    const int padded = (n + 7) & ~7;
+    for (int t = n; t < padded; ++t) scratch.scores[t] = chunk_max - 100.0f;
+    __m256 acc[kVectors];
+    for (int c = 0; c < kVectors; ++c) acc[c] = _mm256_loadu_ps(scratch.acc + 8 * c);
+    if (chunk_max > running_max) {
+      const float correction = std::exp(running_max - chunk_max);
+      const __m256 factor = _mm256_set1_ps(correction);
+      denominator *= correction;
+      for (int c = 0; c < kVectors; ++c) acc[c] = _mm256_mul_ps(acc[c], factor);
+      running_max = chunk_max;
+    }
+    const __m256 shift = _mm256_set1_ps(running_max);
+    for (int t = 0; t < padded; t += 8) {
+      _mm256_storeu_ps(scratch.scores + t,
+                       ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
+    }
+    for (int t = 0; t < n; ++t) {
+      const float weight = scratch.scores[t];
+      denominator += weight;
+      const __m256 w = _mm256_set1_ps(weight);
+      const float* v = values + static_cast<int64_t>(chunk[t]) * kDim;
+      for (int c = 0; c < kVectors; ++c)
+        acc[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), acc[c]);
+    }
+    for (int c = 0; c < kVectors; ++c) _mm256_storeu_ps(scratch.acc + 8 * c, acc[c]);
+  }
+  const __m256 inverse = _mm256_set1_ps(denominator > 0 ? 1.0f / denominator : 0.0f);
+  for (int c = 0; c < kVectors; ++c) {
+    _mm256_storeu_ps(out + 8 * c, _mm256_mul_ps(_mm256_loadu_ps(scratch.acc + 8 * c), inverse));
+  }
+}
+
+using RowKernel = void (*)(const float*, const float*, const float*, const int32_t*, int64_t,
+                           int32_t, float, const RowScratch&, float*);
+
+template <int kVectors>
+void AttendRowFixedAdapter(const float* query, const float* keys, const float* values,
+                           const int32_t* index, int64_t count, int32_t /*head_dim*/, float scale,
+                           const RowScratch& scratch, float* out) {
+  AttendRowFixed<kVectors>(query, keys, values, index, count, scale, scratch, out);
+}
+
+// The row kernel for this call: fixed-size AVX2 kernels for the usual head
+// sizes, the generic AVX2 one for other multiples of 8, portable otherwise.
+RowKernel ChooseRowKernel(const EdgeAttentionParams& p) {
+  if (p.isa == EdgeKernelIsa::kPortable || p.head_dim <= 0 || p.head_dim % 8 != 0 ||
+      !HasAvx2Fma()) {
+    return &AttendRowPortable;
+  }
+  switch (p.head_dim) {
+    case 16:
+      return &AttendRowFixedAdapter<2>;
+    case 32:
+      return &AttendRowFixedAdapter<4>;
+    case 64:
+      return &AttendRowFixedAdapter<8>;
+    case 128:
+      return &AttendRowFixedAdapter<16>;
+    default:
+      return &AttendRowAvx2;
+  }
+}
+
 }  // namespace
 
 void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
-  const bool avx2 =
-      p.isa == EdgeKernelIsa::kAuto && p.head_dim % 8 == 0 && p.head_dim > 0 && HasAvx2Fma();
+  const RowKernel attend_row = ChooseRowKernel(p);
   const int64_t tasks_per_head = (p.q_len + kRowsPerTask - 1) / kRowsPerTask;
   const int64_t tasks = static_cast<int64_t>(p.batch) * p.heads * tasks_per_head;
   std::atomic<int64_t> next{0};
@@ -209,13 +330,8 @@ void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
         }
         const int64_t begin = view.row_offsets[row];
         const int64_t count = view.row_offsets[row + 1] - begin;
-        if (avx2) {
-          AttendRowAvx2(p.q + offset, keys, values, view.keys + begin, count, p.head_dim, p.scale,
-                        scratch, out);
-        } else {
-          AttendRowPortable(p.q + offset, keys, values, view.keys + begin, count, p.head_dim,
-                            p.scale, scratch, out);
-        }
+        attend_row(p.q + offset, keys, values, view.keys + begin, count, p.head_dim, p.scale,
+                   scratch, out);
       }
     }
   };

@@ -1,12 +1,14 @@
 #include "model/sbm_head_sampler.h"
 
 #include <ATen/Parallel.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "model/sbm_memberships.h"
 
@@ -37,8 +39,8 @@ void ForEachDynamic(int64_t count, const std::function<State()>& make_state, Fn 
 
 // Draws one index from non-negative weights [k] by a linear scan of the
 // cumulative sum: cheaper than building an alias table for a few draws.
-int32_t DrawLinear(const double* weights, int k, double total, CounterRng& rng) {
-  double u = rng.Uniform() * total;
+int32_t DrawLinear(const double* weights, int k, double total, uint32_t random) {
+  double u = random * 0x1.0p-32 * total;
   for (int a = 0; a < k; ++a) {
     if (u < weights[a]) return a;
     u -= weights[a];
@@ -52,13 +54,105 @@ int32_t DrawLinear(const double* weights, int k, double total, CounterRng& rng) 
 
 }  // namespace
 
+#define DOCSPARSE_SBM_AVX2 __attribute__((target("avx2,fma")))
+
+bool HasAvx2() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+// A row's distribution over key clusters, R_ib κ_b, rebuilt for every row:
+// running sums in float, padded with +inf to whole vectors. A draw counts
+// the sums at or below u·total (the inverse CDF) with vector compares:
+// branch-free, and O(k) additions to build, where an alias table would cost
+// a Vose construction per row.
+class RowClusterTable {
+ public:
+  explicit RowClusterTable(int k)
+      : k_(k), cumulative_((k + 7) & ~7, std::numeric_limits<float>::infinity()) {}
+
+  void Build(const float* profile, const double* key_mass) {
+    float total = 0;
+    last_positive_ = 0;
+    for (int b = 0; b < k_; ++b) {
+      const float weight = static_cast<float>(profile[b] * key_mass[b]);
+      total += weight;
+      cumulative_[b] = total;
+      if (weight > 0) last_positive_ = b;
+    }
+  }
+
+  const float* cumulative() const { return cumulative_.data(); }
+  int padded() const { return static_cast<int>(cumulative_.size()); }
+  float total() const { return cumulative_[k_ - 1]; }
+  // Rounding can put u·total at the very top; the last cluster with weight
+  // is then the right answer.
+  int32_t last_positive() const { return last_positive_; }
+
+ private:
+  int k_;
+  std::vector<float> cumulative_;
+  int32_t last_positive_ = 0;
+};
+
+// Draws `copies` keys of one row: per copy, one 64-bit word, 32 bits for the
+// key cluster b (inverse CDF on the row's table) and 32 for the key j given b
+// (alias table). Two passes: the first picks every copy's cluster and
+// prefetches the key-table entry it will read (tokens x k x 8 bytes of tables
+// do not fit in L2 at long lengths), the second resolves the keys, by then
+// mostly in cache. clusters: [copies] scratch; keys receive the uniforms
+// first, then the keys.
+void DrawCopiesPortable(const RowClusterTable& row, const AliasTable* key_tables, CounterRng& rng,
+                        int64_t copies, int32_t* clusters, int32_t* keys) {
+  const float* cumulative = row.cumulative();
+  const int padded = row.padded();
+  const float scale = row.total() * 0x1.0p-32f;
+  for (int64_t t = 0; t < copies; ++t) {
+    const uint64_t bits = rng.Next();
+    const float x = static_cast<float>(static_cast<uint32_t>(bits >> 32)) * scale;
+    int32_t b = 0;
+    for (int c = 0; c < padded; ++c) b += cumulative[c] <= x;
+    clusters[t] = std::min(b, row.last_positive());
+    keys[t] = static_cast<int32_t>(static_cast<uint32_t>(bits));
+    key_tables[clusters[t]].Prefetch(static_cast<uint32_t>(bits));
+  }
+  for (int64_t t = 0; t < copies; ++t) {
+    keys[t] = key_tables[clusters[t]].Draw(static_cast<uint32_t>(keys[t]));
+  }
+}
+
+DOCSPARSE_SBM_AVX2 void DrawCopiesAvx2(const RowClusterTable& row, const AliasTable* key_tables,
+                                       CounterRng& rng, int64_t copies, int32_t* clusters,
+                                       int32_t* keys) {
+  const float* cumulative = row.cumulative();
+  const int padded = row.padded();
+  const float scale = row.total() * 0x1.0p-32f;
+  for (int64_t t = 0; t < copies; ++t) {
+    const uint64_t bits = rng.Next();
+    const __m256 x = _mm256_set1_ps(static_cast<float>(static_cast<uint32_t>(bits >> 32)) * scale);
+    int32_t b = 0;
+    for (int c = 0; c < padded; c += 8) {
+      const __m256 le = _mm256_cmp_ps(_mm256_loadu_ps(cumulative + c), x, _CMP_LE_OQ);
+      b += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(le)));
+    }
+    clusters[t] = std::min(b, row.last_positive());
+    keys[t] = static_cast<int32_t>(static_cast<uint32_t>(bits));
+    key_tables[clusters[t]].Prefetch(static_cast<uint32_t>(bits));
+  }
+  for (int64_t t = 0; t < copies; ++t) {
+    keys[t] = key_tables[clusters[t]].Draw(static_cast<uint32_t>(keys[t]));
+  }
+}
+
 struct SbmHeadSampler::Scratch {
-  explicit Scratch(int64_t tokens, int k) : bitmap((tokens + 63) / 64, 0), weights(k), copies() {}
-  std::vector<uint64_t> bitmap;  // [ceil(tokens / 64)], all zero between rows
-  std::vector<double> weights;   // [k]
-  std::vector<int32_t> copies;   // the row's keys before deduplication
-  AliasTable row_cluster;
-  AliasScratch alias_scratch;
+  explicit Scratch(int64_t tokens, int k) : bitmap((tokens + 63) / 64, 0), row_cluster(k) {}
+  std::vector<uint64_t> bitmap;   // [ceil(tokens / 64)], all zero between rows
+  std::vector<int32_t> copies;    // the row's keys before deduplication
+  std::vector<int32_t> clusters;  // the copies' key clusters
+  RowClusterTable row_cluster;
 };
 
 std::unique_ptr<SbmHeadSampler> SbmHeadSampler::Build(const float* query_logits,
@@ -68,80 +162,79 @@ std::unique_ptr<SbmHeadSampler> SbmHeadSampler::Build(const float* query_logits,
   s->beta_ = beta;
   s->tokens_ = tokens;
   s->k_ = k;
-  s->block_.assign(block, block + static_cast<size_t>(k) * k);
-  s->query_membership_.resize(static_cast<size_t>(tokens) * k);
+  std::vector<float> query_membership(static_cast<size_t>(tokens) * k);
   s->key_membership_t_.resize(static_cast<size_t>(tokens) * k);
-  SigmoidMemberships(query_logits, tokens, k, beta, /*transpose=*/false,
-                     s->query_membership_.data());
+  SigmoidMemberships(query_logits, tokens, k, beta, /*transpose=*/false, query_membership.data());
   SigmoidMemberships(key_logits, tokens, k, beta, /*transpose=*/true, s->key_membership_t_.data());
+  const std::vector<float> block_f(block, block + static_cast<size_t>(k) * k);
+  s->row_profile_.resize(static_cast<size_t>(tokens) * k);
+  MultiplyByBlock(query_membership.data(), tokens, k, block_f.data(), s->row_profile_.data());
 
-  std::vector<double> key_mass(k, 0.0);  // κ_b
+  s->key_mass_.assign(k, 0.0);
   for (int b = 0; b < k; ++b) {
     const float* column = s->key_membership_t_.data() + static_cast<size_t>(b) * tokens;
     double total = 0;
     for (int64_t j = 0; j < tokens; ++j) total += column[j];
-    key_mass[b] = total;
-  }
-  s->cluster_rate_.assign(k, 0.0);
-  std::vector<double> pair_weights(static_cast<size_t>(k) * k);
-  for (int a = 0; a < k; ++a) {
-    for (int b = 0; b < k; ++b) {
-      pair_weights[a * k + b] = block[a * k + b] * key_mass[b];
-      s->cluster_rate_[a] += pair_weights[a * k + b];
-    }
+    s->key_mass_[b] = total;
   }
   s->row_rate_.resize(tokens);
   for (int64_t i = 0; i < tokens; ++i) {
-    const float* q = s->query_membership_.data() + i * k;
+    const float* r = s->row_profile_.data() + i * k;
     double rate = 0;
-    for (int a = 0; a < k; ++a) rate += q[a] * s->cluster_rate_[a];
+    for (int b = 0; b < k; ++b) rate += r[b] * s->key_mass_[b];
     s->row_rate_[i] = rate;
     s->expected_multigraph_ += rate;
   }
-
   AliasScratch scratch;
-  s->partner_.resize(k);
-  for (int a = 0; a < k; ++a) s->partner_[a].Build(pair_weights.data() + a * k, k, &scratch);
   s->row_.Build(s->row_rate_.data(), static_cast<int32_t>(tokens), &scratch);
-  s->key_given_cluster_.resize(k);
-  SbmHeadSampler* raw = s.get();
-  ForEachDynamic<std::pair<std::vector<double>, AliasScratch>>(
-      k, [&] { return std::make_pair(std::vector<double>(tokens), AliasScratch()); },
-      [&](int64_t b, std::pair<std::vector<double>, AliasScratch>& state) {
-        const float* column = raw->key_membership_t_.data() + b * tokens;
-        std::copy(column, column + tokens, state.first.begin());
-        raw->key_given_cluster_[b].Build(state.first.data(), static_cast<int32_t>(tokens),
-                                         &state.second);
-      });
   return s;
 }
 
+void SbmHeadSampler::PrepareSampling() {
+  if (!key_given_cluster_.empty()) return;
+  key_given_cluster_.resize(k_);
+  ForEachDynamic<AliasScratch>(
+      k_, [] { return AliasScratch(); },
+      [&](int64_t b, AliasScratch& scratch) {
+        key_given_cluster_[b].Build(key_membership_t_.data() + b * tokens_,
+                                    static_cast<int32_t>(tokens_), &scratch);
+      });
+}
+
 double SbmHeadSampler::EdgeProbability(int64_t query, int64_t key) const {
-  const float* q = query_membership_.data() + query * k_;
+  const float* r = row_profile_.data() + query * k_;
   double p = 0;
-  for (int a = 0; a < k_; ++a) {
-    double inner = 0;
-    for (int b = 0; b < k_; ++b) {
-      inner += block_[a * k_ + b] * key_membership_t_[static_cast<size_t>(b) * tokens_ + key];
-    }
-    p += q[a] * inner;
+  for (int b = 0; b < k_; ++b) {
+    p += static_cast<double>(r[b]) * key_membership_t_[static_cast<size_t>(b) * tokens_ + key];
   }
   return p;
 }
 
 double SbmHeadSampler::EstimateDistinctRatio(uint64_t key, int samples) const {
   if (!(expected_multigraph_ > 0) || samples <= 0) return 1;
+  // j | b by binary search over the key columns' running sums: O(tokens·k)
+  // additions to set up, far cheaper than the alias tables sampling needs.
+  std::vector<double> cumulative(static_cast<size_t>(k_) * tokens_);
+  for (int b = 0; b < k_; ++b) {
+    const float* column = key_membership_t_.data() + static_cast<size_t>(b) * tokens_;
+    double* sums = cumulative.data() + static_cast<size_t>(b) * tokens_;
+    double total = 0;
+    for (int64_t j = 0; j < tokens_; ++j) sums[j] = (total += column[j]);
+  }
   CounterRng rng(key);
   std::vector<double> weights(k_);
   double sum = 0;
   for (int s = 0; s < samples; ++s) {
-    const int32_t i = row_.Draw(rng.Next());
-    const float* q = query_membership_.data() + static_cast<int64_t>(i) * k_;
+    const uint64_t r = rng.Next();
+    const int32_t i = row_.Draw(static_cast<uint32_t>(r >> 32));
+    const float* profile = row_profile_.data() + static_cast<int64_t>(i) * k_;
     double total = 0;
-    for (int a = 0; a < k_; ++a) total += (weights[a] = q[a] * cluster_rate_[a]);
-    const int32_t a = DrawLinear(weights.data(), k_, total, rng);
-    const int32_t b = partner_[a].Draw(rng.Next());
-    const int32_t j = key_given_cluster_[b].Draw(rng.Next());
+    for (int b = 0; b < k_; ++b) total += (weights[b] = profile[b] * key_mass_[b]);
+    const int32_t b = DrawLinear(weights.data(), k_, total, static_cast<uint32_t>(r));
+    const double* sums = cumulative.data() + static_cast<size_t>(b) * tokens_;
+    const double u = static_cast<uint32_t>(rng.Next() >> 32) * 0x1.0p-32 * sums[tokens_ - 1];
+    const int64_t j =
+        std::min<int64_t>(tokens_ - 1, std::upper_bound(sums, sums + tokens_, u) - sums);
     const double p = EdgeProbability(i, j);
     sum += p > 0 ? -std::expm1(-p) / p : 1.0;
   }
@@ -153,34 +246,39 @@ int64_t SbmHeadSampler::SampleRow(int64_t row, uint64_t head_key, Scratch& scrat
   CounterRng rng(DeriveKey(head_key, static_cast<uint64_t>(row)));
   const int64_t copies = SamplePoisson(row_rate_[row], rng);
   if (copies == 0) return 0;
-  const float* q = query_membership_.data() + row * k_;
-  double total = 0;
-  for (int a = 0; a < k_; ++a) total += (scratch.weights[a] = q[a] * cluster_rate_[a]);
-  // An alias table over the row's clusters pays off once the row draws about
-  // as many copies as there are clusters.
-  const bool alias = copies >= k_;
-  if (alias) scratch.row_cluster.Build(scratch.weights.data(), k_, &scratch.alias_scratch);
+  scratch.row_cluster.Build(row_profile_.data() + row * k_, key_mass_.data());
   scratch.copies.resize(copies);
-  for (int64_t t = 0; t < copies; ++t) {
-    const int32_t a = alias ? scratch.row_cluster.Draw(rng.Next())
-                            : DrawLinear(scratch.weights.data(), k_, total, rng);
-    const int32_t b = partner_[a].Draw(rng.Next());
-    scratch.copies[t] = key_given_cluster_[b].Draw(rng.Next());
+  scratch.clusters.resize(copies);
+  int32_t* keys = scratch.copies.data();
+  if (HasAvx2()) {
+    DrawCopiesAvx2(scratch.row_cluster, key_given_cluster_.data(), rng, copies,
+                   scratch.clusters.data(), keys);
+  } else {
+    DrawCopiesPortable(scratch.row_cluster, key_given_cluster_.data(), rng, copies,
+                       scratch.clusters.data(), keys);
   }
-  // Deduplicate into ascending order: sort a short row; for a long one set
-  // bits in a per-thread bitmap and read them back, O(copies + span / 64).
-  if (copies * 256 < tokens_) {
-    std::sort(scratch.copies.begin(), scratch.copies.end());
-    const auto end = std::unique(scratch.copies.begin(), scratch.copies.end());
-    out->insert(out->end(), scratch.copies.begin(), end);
+  uint64_t* bits = scratch.bitmap.data();
+  if (copies * 16 < tokens_) {
+    // A sparse row: keep each key's first copy (test-and-set in the
+    // bitmap), in draw order, then clear the bits: O(copies). Sorting the
+    // row would cost more than the executor gains from ordered keys.
+    const size_t first = out->size();
+    for (int64_t t = 0; t < copies; ++t) {
+      uint64_t& word = bits[keys[t] >> 6];
+      const uint64_t bit = uint64_t{1} << (keys[t] & 63);
+      if ((word & bit) == 0) out->push_back(keys[t]);
+      word |= bit;
+    }
+    for (size_t e = first; e < out->size(); ++e) bits[(*out)[e] >> 6] = 0;
     return copies;
   }
-  int32_t lowest = scratch.copies[0], highest = scratch.copies[0];
-  uint64_t* bits = scratch.bitmap.data();
-  for (int32_t key : scratch.copies) {
-    bits[key >> 6] |= uint64_t{1} << (key & 63);
-    lowest = std::min(lowest, key);
-    highest = std::max(highest, key);
+  // A dense row: set bits and read them back in ascending order,
+  // O(copies + span / 64).
+  int32_t lowest = keys[0], highest = keys[0];
+  for (int64_t t = 0; t < copies; ++t) {
+    bits[keys[t] >> 6] |= uint64_t{1} << (keys[t] & 63);
+    lowest = std::min(lowest, keys[t]);
+    highest = std::max(highest, keys[t]);
   }
   for (int32_t word = lowest >> 6; word <= highest >> 6; ++word) {
     uint64_t w = bits[word];

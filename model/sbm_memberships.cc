@@ -96,7 +96,37 @@ DOCSPARSE_SBM_AVX2 void SigmoidAvx2(const float* logits, int64_t rows, int k, fl
   }
 }
 
+DOCSPARSE_SBM_AVX2 void MultiplyByBlockAvx2(const float* memberships, int64_t rows, int k,
+                                            const float* block, float* out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* q = memberships + i * k;
+    float* r = out + i * k;
+    for (int b = 0; b < k; b += 8) {
+      __m256 sum = _mm256_setzero_ps();
+      for (int a = 0; a < k; ++a) {
+        sum = _mm256_fmadd_ps(_mm256_set1_ps(q[a]), _mm256_loadu_ps(block + a * k + b), sum);
+      }
+      _mm256_storeu_ps(r + b, sum);
+    }
+  }
+}
+
 }  // namespace
+
+void MultiplyByBlock(const float* memberships, int64_t rows, int k, const float* block,
+                     float* out) {
+  if (UseAvx2(k)) {
+    MultiplyByBlockAvx2(memberships, rows, k, block, out);
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int b = 0; b < k; ++b) {
+      float sum = 0;
+      for (int a = 0; a < k; ++a) sum += memberships[i * k + a] * block[a * k + b];
+      out[i * k + b] = sum;
+    }
+  }
+}
 
 void AddSigmoidColumnSums(const float* logits, int64_t rows, int k, double beta, double* sums,
                           double* slopes) {

@@ -20,6 +20,10 @@ void AddSigmoidColumnSums(const float* logits, int64_t rows, int k, double beta,
 void SigmoidMemberships(const float* logits, int64_t rows, int k, double beta, bool transpose,
                         float* out);
 
+// out[i, b] = Σ_a memberships[i, a] · block[a, b]: the rows of Q̂·S
+// ([rows, k] times [k, k], row-major, float32).
+void MultiplyByBlock(const float* memberships, int64_t rows, int k, const float* block, float* out);
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_MODEL_SBM_MEMBERSHIPS_H_

@@ -171,6 +171,7 @@ SbmLayerDecision SbmLayerPlanner::Decide(const SbmBudget& budget, uint64_t layer
   SbmLayerDecision decision;
   if (!(budget.target_density > 0)) {
     BuildSamplers(budget.edge_regularization, 0, &decision);
+    PrepareSamplers();
     return decision;
   }
   const double pairs = static_cast<double>(tokens_) * static_cast<double>(tokens_);
@@ -189,7 +190,14 @@ SbmLayerDecision SbmLayerPlanner::Decide(const SbmBudget& budget, uint64_t layer
     if (std::fabs(next_goal / goal - 1) < kRatioTolerance) break;
     goal = next_goal;
   }
+  PrepareSamplers();
   return decision;
+}
+
+void SbmLayerPlanner::PrepareSamplers() {
+  at::parallel_for(0, heads_, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h) samplers_[h]->PrepareSampling();
+  });
 }
 
 SbmHeadEdges SbmLayerPlanner::SampleHead(int head) {

@@ -111,6 +111,8 @@ class SbmLayerPlanner {
   // Builds every head's sampler at β; returns Σ_h E[m_h]·r_h / Σ_h E[m_h]
   // and fills the decision's per-head expectations.
   double BuildSamplers(double beta, int round, SbmLayerDecision* decision);
+  // The alias tables sampling needs, for the decided β only.
+  void PrepareSamplers();
 
   const SbmMembershipLogits& logits_;
   const std::vector<double>& block_;

@@ -68,7 +68,8 @@ int64_t SamplePoisson(double mean, CounterRng& rng) {
   return mean < 10 ? PoissonBySearch(mean, rng) : PoissonPtrs(mean, rng);
 }
 
-void AliasTable::Build(const double* weights, int32_t size, AliasScratch* scratch) {
+template <typename T>
+void AliasTable::BuildFrom(const T* weights, int32_t size, AliasScratch* scratch) {
   entries_.resize(size);
   double total = 0;
   for (int32_t i = 0; i < size; ++i) total += weights[i];
@@ -87,11 +88,13 @@ void AliasTable::Build(const double* weights, int32_t size, AliasScratch* scratc
   const double factor = static_cast<double>(size) / total;
   for (int32_t i = 0; i < size; ++i) {
     scaled[i] = weights[i] * factor;
-    if (scaled[i] < 1) {
-      stack[small_end++] = i;
-    } else {
-      stack[--large_begin] = i;
-    }
+    // Branch-free: write both ends (they never meet before the last index),
+    // advance one.
+    const bool small = scaled[i] < 1;
+    stack[small_end] = i;
+    stack[large_begin - 1] = i;
+    small_end += small;
+    large_begin -= !small;
   }
   constexpr double kScale = 4294967296.0;  // 2^32
   auto threshold = [&](double p) {
@@ -110,6 +113,14 @@ void AliasTable::Build(const double* weights, int32_t size, AliasScratch* scratc
   // What is left has probability 1 up to rounding: always keep the column.
   for (int32_t i = 0; i < small_end; ++i) entries_[stack[i]] = {0xffffffffu, stack[i]};
   for (int32_t i = large_begin; i < size; ++i) entries_[stack[i]] = {0xffffffffu, stack[i]};
+}
+
+void AliasTable::Build(const double* weights, int32_t size, AliasScratch* scratch) {
+  BuildFrom(weights, size, scratch);
+}
+
+void AliasTable::Build(const float* weights, int32_t size, AliasScratch* scratch) {
+  BuildFrom(weights, size, scratch);
 }
 
 }  // namespace docsparse

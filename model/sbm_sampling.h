@@ -66,19 +66,33 @@ class AliasTable {
   AliasTable() = default;
   // `weights` [size], size >= 1.
   void Build(const double* weights, int32_t size, AliasScratch* scratch);
+  void Build(const float* weights, int32_t size, AliasScratch* scratch);
 
   int32_t size() const { return static_cast<int32_t>(entries_.size()); }
 
-  // The upper 32 bits choose a column, the lower 32 bits accept it or take
-  // its alias (probabilities resolved to 2^-32).
-  int32_t Draw(uint64_t random) const {
-    const uint64_t column = ((random >> 32) * entries_.size()) >> 32;
+  // One draw from a 32-bit uniform u: u·size picks the column (integer
+  // part) and its fractional part, uniform given the column, accepts the
+  // column or takes its alias (probabilities resolved to ~size·2^-32). Two
+  // draws per 64-bit random word keep the generator off the critical path.
+  // Starts loading the entry Draw(u) will read (large tables miss cache).
+  void Prefetch(uint32_t u) const {
+    __builtin_prefetch(&entries_[(static_cast<uint64_t>(u) * entries_.size()) >> 32]);
+  }
+
+  int32_t Draw(uint32_t u) const {
+    const uint64_t scaled = static_cast<uint64_t>(u) * entries_.size();
+    const int32_t column = static_cast<int32_t>(scaled >> 32);
     const Entry& entry = entries_[column];
-    return static_cast<uint32_t>(random) < entry.threshold ? static_cast<int32_t>(column)
-                                                           : entry.alias;
+    // Branch-free select: keep-or-alias is a coin flip the branch predictor
+    // cannot learn, and mispredicting it cost more than the table lookup.
+    const int32_t keep = -static_cast<int32_t>(static_cast<uint32_t>(scaled) < entry.threshold);
+    return (column & keep) | (entry.alias & ~keep);
   }
 
  private:
+  template <typename T>
+  void BuildFrom(const T* weights, int32_t size, AliasScratch* scratch);
+
   struct Entry {
     uint32_t threshold;  // P(keep column) · 2^32, saturated
     int32_t alias;

@@ -133,7 +133,7 @@ TEST(EdgeAttentionTest, PaddedBatchWithEmptyRowsMatchesReference) {
 }
 
 TEST(EdgeAttentionTest, OddHeadDimsAndSparseRowsMatchReference) {
-  for (int head_dim : {1, 7, 8, 24, 40, 64}) {
+  for (int head_dim : {1, 7, 8, 16, 24, 32, 40, 64, 128}) {
     const Problem p = MakeProblem(2, 67, head_dim, {67, 40}, 0.08, 7, 10 + head_dim);
     const std::vector<float> want = Reference(p);
     EXPECT_LE(MaxAbsDiff(RunKernel(p, 3, EdgeKernelIsa::kAuto), want), 1e-5) << head_dim;

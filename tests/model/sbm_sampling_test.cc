@@ -71,7 +71,8 @@ TEST(SbmSamplingTest, AliasTableDrawsFollowWeights) {
   CounterRng rng(99);
   const int draws = 200000;
   std::vector<double> observed(weights.size(), 0);
-  for (int i = 0; i < draws; ++i) observed[table.Draw(rng.Next())] += 1;
+  for (int i = 0; i < draws; ++i)
+    observed[table.Draw(static_cast<uint32_t>(rng.Next() >> 32))] += 1;
   EXPECT_EQ(observed[1], 0) << "a zero weight is never drawn";
   double total = 0;
   for (double w : weights) total += w;
@@ -88,7 +89,7 @@ TEST(SbmSamplingTest, AliasTableWithOneHeavyColumn) {
   AliasScratch scratch;
   table.Build(weights.data(), 4, &scratch);
   CounterRng rng(3);
-  for (int i = 0; i < 1000; ++i) EXPECT_EQ(table.Draw(rng.Next()), 2);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(table.Draw(static_cast<uint32_t>(rng.Next() >> 32)), 2);
 }
 
 }  // namespace
