@@ -90,7 +90,8 @@ class LoadGeneratorTest : public ::testing::Test {
     ASSERT_TRUE(
         server_->Start(testing::ServerBinary(),
                        {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                        "--model_repository=" + testing::SourcePath("models"), "--threads=2"}))
+                        "--model_repository=" + testing::MiniLmOnlyRepository(),
+                        "--threads=2"}))
         << server_->output();
   }
 

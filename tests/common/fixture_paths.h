@@ -31,6 +31,18 @@ inline ::testing::AssertionResult MiniLmPresent() {
          << MiniLmDir() << " is missing: run scripts/setup to fetch the default model";
 }
 
+// A model repository holding only models/minilm (dense, 512 positions), for
+// tests written against that model's behaviour (chunking at 512 tokens,
+// HF-exact embeddings); models/minilm-lsg is the repository's default. The
+// folder is a symlink, nothing is copied.
+inline std::string MiniLmOnlyRepository() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "docsparse-minilm-only";
+  fs::create_directories(dir);
+  if (!fs::exists(dir / "minilm")) fs::create_directory_symlink(MiniLmDir(), dir / "minilm");
+  return dir.string();
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;

@@ -59,11 +59,12 @@ const std::vector<std::string> kFamilyQueries = {
 // Queries the load must make non-empty: the wiring, not just the families.
 const std::vector<std::string> kMovedByLoad = {
     "up{job=\"docsparse\"} == 1",
-    "docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"} > 0",
+    // Requests name no model: the default, models/minilm-lsg.
+    "docsparse_requests_total{model=\"minilm-lsg\",task=\"embed\",code=\"OK\"} > 0",
     "docsparse_requests_total{model=\"unknown\",code=\"NOT_FOUND\"} > 0",
-    "docsparse_queue_duration_seconds_count{model=\"minilm\"} > 0",
+    "docsparse_queue_duration_seconds_count{model=\"minilm-lsg\"} > 0",
     "docsparse_inference_duration_seconds_count{task=\"summarize_stream\"} > 0",
-    "docsparse_mask_density_count{task=\"classify\",attention=\"dense\"} > 0",
+    "docsparse_mask_density_count{task=\"classify\",attention=\"lsg\"} > 0",
     "docsparse_flops_total{task=\"summarize\"} > 0",
     "docsparse_batch_size_count > 0",
 };

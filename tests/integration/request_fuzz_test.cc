@@ -246,7 +246,7 @@ class RequestFuzzTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start(
         testing::ServerBinary(),
         testing::LoopbackFlags(
-            testing::SourcePath("models"),
+            testing::MiniLmOnlyRepository(),
             {"--threads=2", "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
              "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
         << ServerOutput();

@@ -27,7 +27,7 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start(
         testing::ServerBinary(),
         testing::LoopbackFlags(
-            testing::SourcePath("models"),
+            testing::MiniLmOnlyRepository(),
             {"--threads=2", "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
              "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
         << server_->output();

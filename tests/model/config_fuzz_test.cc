@@ -499,7 +499,10 @@ std::string CheckServingConfig(const ServingConfig& c) {
   if (std::set<Task>(c.tasks.begin(), c.tasks.end()).size() != c.tasks.size()) {
     bad << "duplicate tasks; ";
   }
-  if (c.attention.kind != "dense") bad << "attention " << c.attention.kind << "; ";
+  if (c.attention.kind != "native" && c.attention.kind != "dense" && c.attention.kind != "lsg" &&
+      c.attention.kind != "sbm") {
+    bad << "attention " << c.attention.kind << "; ";
+  }
   if (c.max_document_tokens < 1 || c.max_document_tokens > (1 << 24)) {
     bad << "max_document_tokens " << c.max_document_tokens << "; ";
   }

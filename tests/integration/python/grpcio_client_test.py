@@ -185,7 +185,7 @@ def main():
             expect_error(stub.Embed, pb.EmbedRequest(document=pb.Document(text=gpl * 3)),
                          grpc.StatusCode.RESOURCE_EXHAUSTED, "20000 tokens")
             expect_error(stub.Embed,
-                         pb.EmbedRequest(document=pb.Document(text=gpl),
+                         pb.EmbedRequest(model="minilm", document=pb.Document(text=gpl),
                                          options=pb.RequestOptions(overflow=pb.OVERFLOW_REJECT)),
                          grpc.StatusCode.RESOURCE_EXHAUSTED, "512")
             expect_error(stub.Classify,
