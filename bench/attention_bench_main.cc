@@ -139,7 +139,12 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  std::fprintf(stderr, "case --impl=%s --seq=%lld --density=%s failed (%s %d)\n", impl.c_str(),
+               static_cast<long long>(seq), density.c_str(),
+               WIFEXITED(status) ? "exit" : "signal",
+               WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  return 1;
 }
 
 }  // namespace
