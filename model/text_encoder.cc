@@ -67,8 +67,15 @@ absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sequences[a].size() < sequences[b].size(); });
   c10::InferenceMode inference_mode;
-  for (size_t first = 0; first < order.size(); first += max_batch_size_) {
-    const size_t last = std::min(order.size(), first + max_batch_size_);
+  for (size_t first = 0, last = 0; first < order.size(); first = last) {
+    // At most max_batch_size sequences, and none over 4x the shortest: a
+    // long document and its short label prompts pad to the document's
+    // length otherwise (7x the feed-forward work for 6 labels).
+    last = first + 1;
+    while (last < order.size() && last - first < static_cast<size_t>(max_batch_size_) &&
+           sequences[order[last]].size() <= 4 * sequences[order[first]].size()) {
+      ++last;
+    }
     EncoderBatch batch;
     std::vector<CostAccount*> costs;
     for (size_t i = first; i < last; ++i) {

@@ -52,7 +52,7 @@ class TextEncoder {
                                         bool normalize, CostAccount* cost) const;
 
   // Encodes framed sequences in forward batches of similar length (at most
-  // max_batch_size sequences each), adding sequence i's cost to row_costs[i]
+  // max_batch_size sequences each, none over 4x the batch's shortest), adding sequence i's cost to row_costs[i]
   // (empty: not counted). Requests batched together pass their sequences
   // here at once, with each sequence's attention options (empty: defaults).
   absl::StatusOr<PooledSequences> EncodeSequences(
