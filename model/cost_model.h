@@ -64,6 +64,11 @@ class CostAccount {
   int64_t sequences() const { return sequences_; }
   int64_t HeadEdges(int layer, int head) const;
   int64_t TotalEdges() const;
+  // Edges expected before sampling (sampling planners; for deterministic
+  // ones, the edges computed) and the densities they give.
+  double HeadExpectedEdges(int layer, int head) const;
+  double HeadExpectedDensity(int layer, int head) const;
+  double MeanExpectedDensity() const;
   // Edges / dense pairs for one head; 0 when nothing ran.
   double HeadDensity(int layer, int head) const;
   // Mean of the head densities over layers and heads.
@@ -77,6 +82,7 @@ class CostAccount {
  private:
   EncoderShape shape_;
   std::vector<int64_t> edges_;  // [layer * heads + head]
+  std::vector<double> expected_edges_;  // [layer * heads + head]
   // Sum over sequences of real_tokens², the dense pairs of one head.
   int64_t dense_pairs_per_head_ = 0;
   int64_t input_tokens_ = 0;

@@ -28,6 +28,9 @@ void FillCostReport(const CostAccount& account, AttentionKind kind, v1::CostRepo
     for (int head = 0; head < shape.num_heads; ++head) {
       cost->add_head_density(account.HeadDensity(layer, head));
       cost->add_head_edges(account.HeadEdges(layer, head));
+      if (kind == AttentionKind::kSbm) {
+        cost->add_head_expected_density(account.HeadExpectedDensity(layer, head));
+      }
     }
   }
   report->set_attention_edges(account.TotalEdges());

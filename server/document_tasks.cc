@@ -156,7 +156,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
   ASSIGN_OR_RETURN(DocumentWindows windows,
                    model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
-                   PlanBudget(*model, request.budget(), windows.windows));
+                   PlanBudget(*model, request.budget(), request.options(), windows.windows));
 
   JobContext context{model, received, input.tokenize_ms, windows.truncated,
                      Lengths(windows.windows)};
@@ -207,7 +207,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
   ASSIGN_OR_RETURN(DocumentWindows windows,
                    model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
-                   PlanBudget(*model, request.budget(), windows.windows));
+                   PlanBudget(*model, request.budget(), request.options(), windows.windows));
 
   // Labels not embedded yet ride in the same job, after the windows.
   const std::vector<std::string> missing =
@@ -311,7 +311,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
         model->tokenizer->Frame(model->tokenizer->Encode(sentences[index].text), limit));
   }
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
-                   PlanBudget(*model, request.budget(), framed));
+                   PlanBudget(*model, request.budget(), request.options(), framed));
 
   JobContext context{model, received, input.tokenize_ms, false, Lengths(framed)};
   const int count =

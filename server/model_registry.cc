@@ -10,6 +10,7 @@
 #include "common/quote.h"
 #include "common/status_macros.h"
 #include "model/lsg_attention.h"
+#include "model/sbm_attention.h"
 #include "model/wordpiece_tokenizer.h"
 
 namespace docsparse {
@@ -48,9 +49,11 @@ absl::StatusOr<at::Tensor> LabelEmbeddingCache::Rows(const std::vector<std::stri
 
 namespace {
 
-// The planner docsparse.json asks for, if the checkpoint can run it.
+// The planner docsparse.json asks for, if the checkpoint can run it. Sets
+// `sbm_clusters` for an SBM model.
 absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
-    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config) {
+    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config,
+    int* sbm_clusters) {
   if (choice.kind == "dense" || (choice.kind == "native" && !config.lsg.has_value())) {
     return MakeDenseAttention();
   }
@@ -61,6 +64,14 @@ absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
                              "(config.json with LSG fields; make one with docsparse-convert lsg)"));
     }
     return MakeLsgAttention(*config.lsg);
+  }
+  if (choice.kind == "sbm") {
+    const EncoderShape shape{config.num_layers, config.num_heads, config.head_dim(),
+                             config.hidden_size, config.intermediate_size};
+    ASSIGN_OR_RETURN(std::shared_ptr<const SbmParameters> parameters,
+                     SbmParameters::LoadFromModelDir(path, shape));
+    *sbm_clusters = parameters->num_clusters();
+    return MakeSbmAttention(std::move(parameters));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       path, "/docsparse.json: attention.kind \"", choice.kind, "\" is not served yet"));
@@ -80,7 +91,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
                    WordPieceTokenizer::FromModelDir(path));
   model->tokenizer = std::move(tokenizer);
   ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
-                   MakeServingAttention(path, model->serving.attention, model->config));
+                   MakeServingAttention(path, model->serving.attention, model->config,
+                                        &model->sbm_clusters));
   ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention)));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);

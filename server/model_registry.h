@@ -57,6 +57,8 @@ struct ServedModel {
   std::unique_ptr<LabelEmbeddingCache> labels;
   // Set when the checkpoint is a fine-tuned sequence classifier.
   std::unique_ptr<ClassificationHead> head;
+  // SBM models: clusters per head (sbm.safetensors), for FLOP budgets.
+  int sbm_clusters = 0;
   double load_seconds = 0;
 };
 

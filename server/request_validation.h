@@ -42,11 +42,14 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
 
 // Plans the request's attention under its budget before anything runs: for
 // LSG, the knobs from the lattice around the native config
-// (model/lsg_budget.h); for dense, nothing to choose. A cap below the
+// (model/lsg_budget.h); for SBM, the density target the planner solves β
+// for, or the explicit β, and the sampling seed (the budget's, else derived
+// from options.request_id); for dense, nothing to choose. A cap below the
 // cheapest plan runs that plan (budget_met comes out false), unless `strict`,
 // which is INVALID_ARGUMENT naming the minimum.
 absl::StatusOr<ItemAttentionOptions> PlanBudget(const ServedModel& model,
                                                 const v1::SparsityBudget& budget,
+                                                const v1::RequestOptions& options,
                                                 const std::vector<std::vector<int32_t>>& sequences);
 
 // Attention FLOPs (all layers) the planner will spend on `sequences` with
