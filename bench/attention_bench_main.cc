@@ -10,13 +10,12 @@
 // (computed pairs / seq² over all heads), edges, peak_rss_mb (the case's
 // process peak) and baseline_rss_mb (the same process before q, k, v
 // existed). Each case runs in a fresh child process so peaks are its own.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -93,8 +92,7 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   int64_t edges = 0;
   for (int64_t e : costs[0].head_edges) edges += e;
   const double flops = 4.0 * c.head_dim * static_cast<double>(edges) + costs[0].planner_flops;
-  const double density =
-      static_cast<double>(edges) / (static_cast<double>(rows) * rows * c.heads);
+  const double density = static_cast<double>(edges) / (static_cast<double>(rows) * rows * c.heads);
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"impl\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, \"target_density\": %g, "
@@ -104,10 +102,11 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
         flops / (median * 1e6), density, static_cast<long long>(edges), RssMb(), baseline,
         c.threads);
   } else {
-    std::printf("%-8s seq %6lld  target %-6g  %10.2f ms  %8.2f GFLOP/s  density %.4f  "
-                "peak %8.1f MB (baseline %.1f)\n",
-                impl.c_str(), static_cast<long long>(c.seq), c.density, median,
-                flops / (median * 1e6), density, RssMb(), baseline);
+    std::printf(
+        "%-8s seq %6lld  target %-6g  %10.2f ms  %8.2f GFLOP/s  density %.4f  "
+        "peak %8.1f MB (baseline %.1f)\n",
+        impl.c_str(), static_cast<long long>(c.seq), c.density, median, flops / (median * 1e6),
+        density, RssMb(), baseline);
   }
   std::fflush(stdout);
   return 0;
@@ -115,19 +114,18 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
 
 // Re-runs this binary with --single_case for one case and waits for it.
 int RunInChild(char* self, const std::string& impl, int64_t seq, const std::string& density) {
-  std::vector<std::string> args = {
-      self,
-      "attention",
-      "--single_case",
-      "--impl=" + impl,
-      absl::StrFormat("--seq=%d", seq),
-      "--density=" + density,
-      absl::StrFormat("--heads=%d", absl::GetFlag(FLAGS_heads)),
-      absl::StrFormat("--dim=%d", absl::GetFlag(FLAGS_dim)),
-      absl::StrFormat("--repeats=%d", absl::GetFlag(FLAGS_repeats)),
-      absl::StrFormat("--threads=%d", absl::GetFlag(FLAGS_threads)),
-      absl::StrFormat("--seed=%d", absl::GetFlag(FLAGS_seed)),
-      absl::GetFlag(FLAGS_json) ? "--json" : "--nojson"};
+  std::vector<std::string> args = {self,
+                                   "attention",
+                                   "--single_case",
+                                   "--impl=" + impl,
+                                   absl::StrFormat("--seq=%d", seq),
+                                   "--density=" + density,
+                                   absl::StrFormat("--heads=%d", absl::GetFlag(FLAGS_heads)),
+                                   absl::StrFormat("--dim=%d", absl::GetFlag(FLAGS_dim)),
+                                   absl::StrFormat("--repeats=%d", absl::GetFlag(FLAGS_repeats)),
+                                   absl::StrFormat("--threads=%d", absl::GetFlag(FLAGS_threads)),
+                                   absl::StrFormat("--seed=%d", absl::GetFlag(FLAGS_seed)),
+                                   absl::GetFlag(FLAGS_json) ? "--json" : "--nojson"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -141,8 +139,7 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
   waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
   std::fprintf(stderr, "case --impl=%s --seq=%lld --density=%s failed (%s %d)\n", impl.c_str(),
-               static_cast<long long>(seq), density.c_str(),
-               WIFEXITED(status) ? "exit" : "signal",
+               static_cast<long long>(seq), density.c_str(), WIFEXITED(status) ? "exit" : "signal",
                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
   return 1;
 }
@@ -153,9 +150,10 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
 int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
-    std::fprintf(stderr, "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
-                         "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
-                         "[--json]\n");
+    std::fprintf(stderr,
+                 "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
+                 "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
+                 "[--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;
@@ -172,8 +170,8 @@ int main(int argc, char** argv) {
           return 2;
         }
         if (absl::GetFlag(FLAGS_single_case)) {
-          AttentionCase c{seq, absl::GetFlag(FLAGS_heads), absl::GetFlag(FLAGS_dim), density,
-                          absl::GetFlag(FLAGS_seed), absl::GetFlag(FLAGS_threads)};
+          AttentionCase c{seq,     absl::GetFlag(FLAGS_heads), absl::GetFlag(FLAGS_dim),
+                          density, absl::GetFlag(FLAGS_seed),  absl::GetFlag(FLAGS_threads)};
           return docsparse::bench::RunOneCase(impl, c);
         }
         status |= docsparse::bench::RunInChild(argv[0], impl, seq, density_text);

@@ -29,8 +29,12 @@ class HeadGroupedDense final : public AttentionMechanism {
     item_costs->assign(in.query.size(0), ItemAttentionCost{});
     for (int64_t h = 0; h < heads; h += group) {
       const int64_t n = std::min(group, heads - h);
-      AttentionInputs part{in.query.narrow(1, h, n), in.key.narrow(1, h, n),
-                           in.value.narrow(1, h, n), in.lengths, in.layer, in.item_options};
+      AttentionInputs part{in.query.narrow(1, h, n),
+                           in.key.narrow(1, h, n),
+                           in.value.narrow(1, h, n),
+                           in.lengths,
+                           in.layer,
+                           in.item_options};
       parts.push_back(dense_->Forward(part, &costs));
       for (size_t b = 0; b < costs.size(); ++b) {
         auto& edges = (*item_costs)[b].head_edges;
@@ -44,15 +48,15 @@ class HeadGroupedDense final : public AttentionMechanism {
   std::unique_ptr<AttentionMechanism> dense_ = MakeDenseAttention();
 };
 
-const bool kDenseRegistered = RegisterAttentionImpl(
-    "dense", [](const AttentionCase&) -> absl::StatusOr<PreparedAttention> {
+const bool kDenseRegistered =
+    RegisterAttentionImpl("dense", [](const AttentionCase&) -> absl::StatusOr<PreparedAttention> {
       return PreparedAttention{std::make_unique<HeadGroupedDense>(), {}, 0};
     });
 
 // LSG with the reference's defaults (block 128, sparse block 128, sparsity
 // factor 2, norm, 1 global token): what `docsparse-convert lsg` writes.
-const bool kLsgRegistered = RegisterAttentionImpl(
-    "lsg", [](const AttentionCase& c) -> absl::StatusOr<PreparedAttention> {
+const bool kLsgRegistered =
+    RegisterAttentionImpl("lsg", [](const AttentionCase& c) -> absl::StatusOr<PreparedAttention> {
       LsgConfig config;
       return PreparedAttention{MakeLsgAttention(config, c.threads), {}, config.num_global_tokens};
     });

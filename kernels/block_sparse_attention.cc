@@ -104,8 +104,9 @@ void AttendBlock(const AttentionParams& p, bool avx2, int64_t batch_head, int32_
       const float* tile_k = keys + static_cast<int64_t>(tile) * d;
       const float* tile_v = values + static_cast<int64_t>(tile) * d;
       if (avx2) {
-        Avx2Tile{s.q.data(), s.scores.data(), s.acc.data(), s.row_max.data(), s.row_sum.data(),
-                 s.keys_t.data(), padded_rows, d, kKeyTile}
+        Avx2Tile{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
+                 s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
+                 kKeyTile}
             .Run(tile_k, tile_v, tile_keys);
       } else {
         TilePortable(s, rows, tile_k, tile_v, tile_keys, d);

@@ -35,8 +35,8 @@ DOCSPARSE_AVX2 inline __m256 Exp256(__m256 x) {
   poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
   const __m256 r2 = _mm256_mul_ps(r, r);
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, r2, r), _mm256_set1_ps(1.0f));
-  const __m256i exponent = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
 }
 
@@ -166,8 +166,7 @@ DOCSPARSE_AVX2 void Accumulate(const Avx2Tile& t, const float* values, int32_t t
 
 }  // namespace
 
-DOCSPARSE_AVX2 void Avx2Tile::Run(const float* keys, const float* values,
-                                  int32_t tile_keys) const {
+DOCSPARSE_AVX2 void Avx2Tile::Run(const float* keys, const float* values, int32_t tile_keys) const {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
   // Transpose the key tile so the score loop reads 16 keys per load; spare
   // columns are zero (their scores are overwritten by -inf).

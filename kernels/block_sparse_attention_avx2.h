@@ -13,15 +13,15 @@ bool CpuHasAvx2Fma();
 
 // Views of one thread's scratch buffers for one query block.
 struct Avx2Tile {
-  const float* q;   // [rows, head_dim] scaled queries
-  float* scores;    // [rows, stride]
-  float* acc;       // [rows, head_dim]
-  float* row_max;   // [rows]
-  float* row_sum;   // [rows]
-  float* keys_t;    // [head_dim, stride] transposed key tile
-  int32_t rows;     // multiple of 4
+  const float* q;    // [rows, head_dim] scaled queries
+  float* scores;     // [rows, stride]
+  float* acc;        // [rows, head_dim]
+  float* row_max;    // [rows]
+  float* row_sum;    // [rows]
+  float* keys_t;     // [head_dim, stride] transposed key tile
+  int32_t rows;      // multiple of 4
   int32_t head_dim;  // multiple of 8
-  int32_t stride;   // >= tile_keys rounded up to 16
+  int32_t stride;    // >= tile_keys rounded up to 16
 
   // Folds keys/values [tile_keys, head_dim] (row-major, in place) into the
   // running softmax state. Only the first `rows` rows are touched.

@@ -80,9 +80,9 @@ at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const En
   for (int64_t row = 0; row < rows; ++row) {
     const ItemAttentionOptions options =
         batch.attention_options.empty() ? ItemAttentionOptions{} : batch.attention_options[row];
-    const LsgLayout layout = LayoutLsgSequence(ApplyLsgKnobs(native, options),
-                                               static_cast<int32_t>(global),
-                                               static_cast<int32_t>(lengths[row]));
+    const LsgLayout layout =
+        LayoutLsgSequence(ApplyLsgKnobs(native, options), static_cast<int32_t>(global),
+                          static_cast<int32_t>(lengths[row]));
     padded = std::max<int64_t>(padded, layout.padded_tokens);
     positions->push_back(global + lengths[row]);
   }
@@ -112,8 +112,8 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
   at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
                        .view({batch, seq, 3, heads, head_dim})
                        .permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths,
-                         layer, options};
+  AttentionInputs inputs{
+      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .permute({0, 2, 1, 3})
                            .reshape({batch, seq, config_.hidden_size});
@@ -197,8 +197,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
                          weights_.embedding_norm_bias, config_.layer_norm_eps);
     }
     for (int layer = 0; layer < config_.num_layers; ++layer) {
-      x = Layer(x, weights_.layers[layer], positions, batch.attention_options, layer,
-                &item_costs);
+      x = Layer(x, weights_.layers[layer], positions, batch.attention_options, layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
       }

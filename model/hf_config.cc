@@ -345,8 +345,8 @@ absl::StatusOr<int> OptionalInt(FieldReader& reader, std::string_view key, int f
 // The LSG fields, present in configs saved by the reference's LSG classes.
 absl::Status ParseLsgFields(FieldReader& reader, EncoderConfig& config) {
   constexpr std::string_view kLsgKeys[] = {
-      "block_size",       "sparse_block_size", "sparsity_factor", "sparsity_type",
-      "num_global_tokens", "adaptive",         "mask_first_token", "pool_with_global",
+      "block_size",         "sparse_block_size", "sparsity_factor",  "sparsity_type",
+      "num_global_tokens",  "adaptive",          "mask_first_token", "pool_with_global",
       "lsh_num_pre_rounds", "base_model_prefix"};
   bool is_lsg = false;
   for (std::string_view key : kLsgKeys) is_lsg = is_lsg || reader.Find(key) != nullptr;

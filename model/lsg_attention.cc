@@ -37,8 +37,8 @@ class LsgAttention final : public AttentionMechanism {
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
-      (*item_costs)[b].head_edges = ForwardItem(in, b, ApplyLsgKnobs(config_, options),
-                                                options.seed, out[b]);
+      (*item_costs)[b].head_edges =
+          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, out[b]);
     }
     return out;
   }
@@ -65,11 +65,11 @@ class LsgAttention final : public AttentionMechanism {
       at::Tensor derived_k, derived_v;
       if (layout.derived_keys > 0) {
         // Rotations for lsh: a stream per (request seed, layer).
-        at::Generator generator = at::detail::createCPUGenerator(
-            seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
-        LsgDerivedKeys derived =
-            ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
-                                  k.index({Slice(), tokens}), v.index({Slice(), tokens}), generator);
+        at::Generator generator =
+            at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
+        LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
+                                                       k.index({Slice(), tokens}),
+                                                       v.index({Slice(), tokens}), generator);
         derived_k = derived.keys;
         derived_v = derived.values;
         valid = std::move(derived.valid);

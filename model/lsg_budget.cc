@@ -63,7 +63,8 @@ LsgKnobChoice ChooseLsgKnobs(const LsgConfig& native, const std::vector<int64_t>
   }
   if (native.sparse_block_size > 0) {
     for (int k = 0; k < 3; ++k) {
-      if ((native.sparse_block_size >> k) >= 1) sparse_blocks.push_back(native.sparse_block_size >> k);
+      if ((native.sparse_block_size >> k) >= 1)
+        sparse_blocks.push_back(native.sparse_block_size >> k);
     }
   }
   sparse_blocks.push_back(0);

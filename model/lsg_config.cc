@@ -77,13 +77,14 @@ absl::Status ValidateLsgConfig(const LsgConfig& c, std::string_view source) {
                                    c.sparse_block_size, step));
     }
   }
-  const bool chunked = c.sparsity_type == LsgSparsity::kNorm || c.sparsity_type == LsgSparsity::kLsh;
+  const bool chunked =
+      c.sparsity_type == LsgSparsity::kNorm || c.sparsity_type == LsgSparsity::kLsh;
   if (c.HasSparseKeys() && chunked && c.sparsity_factor > 1) {
     const int chunk = c.SelectionChunk();
     if (c.block_size % chunk != 0) {
-      return error("sparse_block_size", absl::StrFormat("%d must divide block_size %d for %s",
-                                                        chunk, c.block_size,
-                                                        LsgSparsityName(c.sparsity_type)));
+      return error("sparse_block_size",
+                   absl::StrFormat("%d must divide block_size %d for %s", chunk, c.block_size,
+                                   LsgSparsityName(c.sparsity_type)));
     }
     if (chunk % c.sparsity_factor != 0) {
       return error("sparsity_factor",

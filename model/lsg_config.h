@@ -15,13 +15,13 @@ namespace docsparse {
 
 // How the sparse (derived) keys of a block are chosen; see LsgSparseKeys.
 enum class LsgSparsity {
-  kNone,        // local + global only
-  kNorm,        // the keys of highest norm in each chunk
-  kPooling,     // average of each sparsity_factor keys
-  kLsh,         // sums of keys hashed to the same bucket (random)
-  kStride,      // every sparsity_factor-th key, offset by head
-  kBlockStride, // a strided subset per block, offset by head
-  kBosPooling,  // per chunk, a softmax-weighted sum driven by the first query
+  kNone,         // local + global only
+  kNorm,         // the keys of highest norm in each chunk
+  kPooling,      // average of each sparsity_factor keys
+  kLsh,          // sums of keys hashed to the same bucket (random)
+  kStride,       // every sparsity_factor-th key, offset by head
+  kBlockStride,  // a strided subset per block, offset by head
+  kBosPooling,   // per chunk, a softmax-weighted sum driven by the first query
 };
 
 std::string_view LsgSparsityName(LsgSparsity sparsity);  // "norm", ...
@@ -33,8 +33,8 @@ struct LsgConfig {
   int sparse_block_size = 128;  // derived keys per side; 0 = none
   int sparsity_factor = 2;      // tokens per derived key
   LsgSparsity sparsity_type = LsgSparsity::kNorm;
-  int num_global_tokens = 1;    // [1, 512]
-  bool adaptive = true;         // pad lengths to a multiple of block_size
+  int num_global_tokens = 1;  // [1, 512]
+  bool adaptive = true;       // pad lengths to a multiple of block_size
   bool mask_first_token = false;
   bool pool_with_global = true;  // output of global token 0 replaces token 0's
   int lsh_num_pre_rounds = 1;

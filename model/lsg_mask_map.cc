@@ -12,7 +12,9 @@ std::vector<float> LsgMaskMap(const LsgConfig& config, const std::vector<int64_t
   const int64_t total = std::accumulate(window_lengths.begin(), window_lengths.end(), int64_t{0});
   const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(resolution, total)));
   *cells = n;
-  auto bucket = [&](int64_t position) { return static_cast<int>(position * n / std::max<int64_t>(1, total)); };
+  auto bucket = [&](int64_t position) {
+    return static_cast<int>(position * n / std::max<int64_t>(1, total));
+  };
   auto bucket_begin = [&](int b) { return b * total / n; };
   std::vector<double> pairs(static_cast<size_t>(n) * n, 0.0);
   int64_t offset = 0;
@@ -51,9 +53,9 @@ std::vector<float> LsgMaskMap(const LsgConfig& config, const std::vector<int64_t
     const int64_t rows = bucket_begin(i + 1) - bucket_begin(i);
     for (int j = 0; j < n; ++j) {
       const int64_t cols = bucket_begin(j + 1) - bucket_begin(j);
-      const double value = rows * cols > 0 ? pairs[static_cast<size_t>(i) * n + j] /
-                                                 static_cast<double>(rows * cols)
-                                           : 0.0;
+      const double value =
+          rows * cols > 0 ? pairs[static_cast<size_t>(i) * n + j] / static_cast<double>(rows * cols)
+                          : 0.0;
       density[static_cast<size_t>(i) * n + j] = static_cast<float>(std::min(1.0, value));
     }
   }

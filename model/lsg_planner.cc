@@ -70,8 +70,7 @@ LsgPlan PlanLsgSequence(const LsgConfig& config, const LsgLayout& layout, int he
   } else {
     const int32_t row_end = layout.global + (padding_rows ? layout.padded_tokens : layout.tokens);
     for (int32_t j = 0; j < layout.num_token_blocks(config.block_size); ++j) {
-      plan.query_block_starts.push_back(
-          std::min(row_end, layout.global + j * config.block_size));
+      plan.query_block_starts.push_back(std::min(row_end, layout.global + j * config.block_size));
     }
     plan.query_block_starts.push_back(row_end);
   }
@@ -82,9 +81,9 @@ LsgPlan PlanLsgSequence(const LsgConfig& config, const LsgLayout& layout, int he
   plan.span_offsets.push_back(0);
   plan.head_edges.assign(heads, 0);
   for (int h = 0; h < heads; ++h) {
-    const uint8_t* valid =
-        layout.derived_keys > 0 ? derived_valid.data() + static_cast<size_t>(h) * layout.derived_keys
-                                : nullptr;
+    const uint8_t* valid = layout.derived_keys > 0
+                               ? derived_valid.data() + static_cast<size_t>(h) * layout.derived_keys
+                               : nullptr;
     for (int32_t block = 0; block < blocks; ++block) {
       const size_t first_span = plan.spans.size();
       if (layout.full || block == 0) {

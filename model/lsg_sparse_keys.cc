@@ -39,8 +39,8 @@ void LshRound(at::Tensor& keys, at::Tensor& values, at::Tensor& mask, int64_t ou
   const int64_t heads = keys.size(0), chunks = keys.size(1), d = keys.size(3);
   const int64_t hashes = output_size / 2;
   const at::Tensor rotation = at::randn({heads, 1, d, hashes}, generator, keys.options());
-  at::Tensor projected = at::matmul(
-      keys.div(keys.norm(2, -1, true).clamp_min(1e-12)) * mask.clamp(0, 1), rotation);
+  at::Tensor projected =
+      at::matmul(keys.div(keys.norm(2, -1, true).clamp_min(1e-12)) * mask.clamp(0, 1), rotation);
   const at::Tensor buckets = at::cat({projected, projected.neg()}, -1).argmax(-1, true);
   const at::Tensor zeros = at::zeros({heads, chunks, output_size, d}, keys.options());
   keys = zeros.scatter_add(2, buckets.expand({-1, -1, -1, d}), keys);
@@ -75,7 +75,8 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       const int64_t per_chunk = chunk / sf;
       const at::Tensor norms = (keys.norm(2, -1) * weight).view({heads, t / chunk, chunk});
       // Ascending order, keep the largest: as the reference's argsort split.
-      at::Tensor idx = norms.argsort(static_cast<int64_t>(-1), false).index({Slice(), Slice(), Slice(chunk - per_chunk)});
+      at::Tensor idx = norms.argsort(static_cast<int64_t>(-1), false)
+                           .index({Slice(), Slice(), Slice(chunk - per_chunk)});
       idx = idx + (at::arange(t / chunk, at::kLong) * chunk).view({1, -1, 1});
       return Gather(idx.reshape({heads, -1}), keys, values, attendable);
     }
@@ -83,8 +84,7 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       const at::Tensor w = weight.view({1, t / sf, sf, 1});
       const at::Tensor count = w.sum(2);  // [1, t/sf, 1]
       const at::Tensor pooled_k = (keys.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
-      const at::Tensor pooled_v =
-          (values.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
+      const at::Tensor pooled_v = (values.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
       return {pooled_k, pooled_v, ToValid(count.view({1, -1}).gt(0).expand({heads, t / sf}))};
     }
     case LsgSparsity::kStride: {

@@ -48,8 +48,7 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
 }
 
 absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
-    const std::vector<std::vector<int32_t>>& sequences,
-    const std::vector<CostAccount*>& row_costs,
+    const std::vector<std::vector<int32_t>>& sequences, const std::vector<CostAccount*>& row_costs,
     const std::vector<ItemAttentionOptions>& attention) const {
   const int64_t hidden = encoder_.config().hidden_size;
   const int64_t count = static_cast<int64_t>(sequences.size());

@@ -91,8 +91,8 @@ void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
     const ServedModel& model = *context.model;
     const std::vector<float> map =
         model.encoder->attention().kind() == AttentionKind::kLsg && model.config.lsg
-            ? LsgMaskMap(ApplyLsgKnobs(*model.config.lsg, job.attention),
-                         context.document_lengths, resolution, &cells)
+            ? LsgMaskMap(ApplyLsgKnobs(*model.config.lsg, job.attention), context.document_lengths,
+                         resolution, &cells)
             : DenseWindowsMaskMap(context.document_lengths, resolution, &cells);
     // Dense and LSG plans pick the same pairs in every layer.
     for (int layer = 0; layer < context.model->config.num_layers; ++layer) {

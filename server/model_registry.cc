@@ -60,8 +60,9 @@ absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
   if (choice.kind == "native" || choice.kind == "lsg") {
     if (!config.lsg.has_value()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint "
-                             "(config.json with LSG fields; make one with docsparse-convert lsg)"));
+          absl::StrCat(path,
+                       "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint "
+                       "(config.json with LSG fields; make one with docsparse-convert lsg)"));
     }
     return MakeLsgAttention(*config.lsg);
   }
@@ -73,8 +74,8 @@ absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
     *sbm_clusters = parameters->num_clusters();
     return MakeSbmAttention(std::move(parameters));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, "/docsparse.json: attention.kind \"", choice.kind, "\" is not served yet"));
+  return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
+                                                 choice.kind, "\" is not served yet"));
 }
 
 }  // namespace
@@ -90,9 +91,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
                    WordPieceTokenizer::FromModelDir(path));
   model->tokenizer = std::move(tokenizer);
-  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
-                   MakeServingAttention(path, model->serving.attention, model->config,
-                                        &model->sbm_clusters));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<AttentionMechanism> attention,
+      MakeServingAttention(path, model->serving.attention, model->config, &model->sbm_clusters));
   ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention)));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);

@@ -1,8 +1,7 @@
 #include "server/request_validation.h"
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -158,12 +157,11 @@ double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOption
 
 absl::StatusOr<ItemAttentionOptions> PlanBudget(
     const ServedModel& model, const v1::SparsityBudget& budget,
-    const v1::RequestOptions& request_options,
-    const std::vector<std::vector<int32_t>>& sequences) {
+    const v1::RequestOptions& request_options, const std::vector<std::vector<int32_t>>& sequences) {
   if (RunsSbm(model)) {
     ItemAttentionOptions options;
-    options.seed = budget.has_seed() ? budget.seed()
-                                     : SbmSeedFromRequestId(request_options.request_id());
+    options.seed =
+        budget.has_seed() ? budget.seed() : SbmSeedFromRequestId(request_options.request_id());
     switch (budget.cap_case()) {
       case v1::SparsityBudget::kMaxDensity:
         options.target_density = budget.max_density();
@@ -174,15 +172,15 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
       case v1::SparsityBudget::kMaxAttentionGflops: {
         int64_t tokens = 0;
         for (const auto& sequence : sequences) tokens += static_cast<int64_t>(sequence.size());
-        options.target_density = SbmTargetDensityForAttentionFlops(
-            budget.max_attention_gflops() * 1e9, tokens, model.encoder->shape(),
-            model.sbm_clusters);
+        options.target_density =
+            SbmTargetDensityForAttentionFlops(budget.max_attention_gflops() * 1e9, tokens,
+                                              model.encoder->shape(), model.sbm_clusters);
         if (options.target_density <= 0) {
           if (budget.strict()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "budget.max_attention_gflops: ", budget.max_attention_gflops(),
-                " is below the SBM memberships' own cost for this document on model '",
-                model.name, "'"));
+            return absl::InvalidArgumentError(
+                absl::StrCat("budget.max_attention_gflops: ", budget.max_attention_gflops(),
+                             " is below the SBM memberships' own cost for this document on model '",
+                             model.name, "'"));
           }
           options.target_density = 1e-9;  // the sparsest plan; budget_met will say false
         }
@@ -195,7 +193,8 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
   }
   if (RunsLsg(model)) {
     LsgCap cap;
-    if (budget.cap_case() == v1::SparsityBudget::kMaxDensity) cap.max_density = budget.max_density();
+    if (budget.cap_case() == v1::SparsityBudget::kMaxDensity)
+      cap.max_density = budget.max_density();
     if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops) {
       cap.max_attention_gflops = budget.max_attention_gflops();
     }

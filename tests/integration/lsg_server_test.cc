@@ -9,7 +9,7 @@
 
 #include "client/docsparse_client.h"
 #include "tests/common/fixture_paths.h"
-#include "tests/common/server_process.h"
+#include "tests/common/running_server.h"
 
 namespace docsparse {
 namespace {
@@ -19,26 +19,23 @@ class LsgServerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(std::filesystem::exists(testing::SourcePath("models/minilm-lsg/config.json")))
         << "models/minilm-lsg is missing: run scripts/prepare-models";
-    server_ = new testing::ServerProcess();
-    ASSERT_TRUE(server_->Start(testing::ServerBinary(),
-                               testing::LoopbackFlags(testing::SourcePath("models"),
-                                                      {"--threads=2"})))
-        << server_->output();
-    auto client = DocsparseClient::Connect(server_->grpc_address());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = client->release();
+    server_ = new testing::RunningServer();
+    ASSERT_NO_FATAL_FAILURE(
+        testing::StartServer(testing::SourcePath("models"), {"--threads=2"}, server_));
+    client_ = server_->client.get();
   }
 
   static void TearDownTestSuite() {
-    delete client_;
     delete server_;
+    server_ = nullptr;
+    client_ = nullptr;
   }
 
-  static testing::ServerProcess* server_;
+  static testing::RunningServer* server_;
   static DocsparseClient* client_;
 };
 
-testing::ServerProcess* LsgServerTest::server_ = nullptr;
+testing::RunningServer* LsgServerTest::server_ = nullptr;
 DocsparseClient* LsgServerTest::client_ = nullptr;
 
 TEST_F(LsgServerTest, DefaultModelIsLsg) {

@@ -173,8 +173,8 @@ TEST(LsgParityTest, LshMatchesReferenceInDistribution) {
   const at::Tensor std = stacked.std(0);
   EXPECT_GT(std.mean().item<double>(), 1e-3) << "seeds must change LSH's buckets";
   const at::Tensor standard_error = ((ref_std.square() + std.square()) / seeds).sqrt() + 1e-6;
-  const double outside = (mean - ref_mean).abs().gt(5 * standard_error).to(at::kFloat).mean()
-                              .item<double>();
+  const double outside =
+      (mean - ref_mean).abs().gt(5 * standard_error).to(at::kFloat).mean().item<double>();
   EXPECT_LE(outside, 0.01) << "share of elements whose mean is off by more than 5 SE";
   const double to_ref = (mean - ref_mean).abs().mean().item<double>();
   for (const json& other : (*lsh)["compare_with"]) {

@@ -44,7 +44,9 @@ std::set<Pair> DefinitionPairs(const LsgConfig& c, const LsgLayout& l,
                                const std::vector<uint8_t>& valid_head) {
   std::set<Pair> pairs;
   const int32_t g = l.global;
-  auto token_ok = [&](int32_t k) { return k >= 0 && k < l.tokens && !(l.first_token_masked && k == 0); };
+  auto token_ok = [&](int32_t k) {
+    return k >= 0 && k < l.tokens && !(l.first_token_masked && k == 0);
+  };
   for (int32_t q = 0; q < g + l.tokens; ++q) {
     const bool global_query = q < g;
     for (int32_t k = 0; k < g; ++k) pairs.insert({q, k});
@@ -92,8 +94,8 @@ LsgConfig RandomConfig(std::mt19937& rng) {
     const int factors[] = {0, 1, 2, 4, 8};
     c.sparsity_factor = factors[rng() % 5];
     c.sparse_block_size = static_cast<int>(rng() % 10);
-    const LsgSparsity types[] = {LsgSparsity::kNone,   LsgSparsity::kNorm,
-                                 LsgSparsity::kPooling, LsgSparsity::kStride,
+    const LsgSparsity types[] = {LsgSparsity::kNone,        LsgSparsity::kNorm,
+                                 LsgSparsity::kPooling,     LsgSparsity::kStride,
                                  LsgSparsity::kBlockStride, LsgSparsity::kBosPooling};
     c.sparsity_type = types[rng() % 6];
     c.num_global_tokens = 1 + static_cast<int>(rng() % 4);
