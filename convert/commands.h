@@ -12,6 +12,7 @@ namespace docsparse::convert {
 using CommandMain = int (*)(int argc, char** argv);
 
 int RunLsgCommand(int argc, char** argv);
+int RunSbmCommand(int argc, char** argv);
 
 struct Command {
   const char* name;
@@ -21,6 +22,7 @@ struct Command {
 
 inline constexpr Command kCommands[] = {
     {"lsg", "extend a BERT/RoBERTa/DistilBERT/BART checkpoint to LSG attention", &RunLsgCommand},
+    {"sbm", "attach SBM attention to an encoder and calibrate it on local text", &RunSbmCommand},
 };
 
 }  // namespace docsparse::convert
