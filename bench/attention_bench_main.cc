@@ -1,11 +1,13 @@
 // docsparse-bench: micro-benchmarks that print figures (never timed tests).
+// `docsparse-bench seq2seq` is bench/seq2seq_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
 //       [--seed 1] [--json]
 //
 // One line per (impl, seq, density) case: impl, seq, heads, dim, ms (median
-// of the repeats, after one warm-up), gflops (computed attention FLOPs /
+// of the repeats, after one warm-up), cpu_ms (median CPU time of all
+// threads: robust to other load on the machine), gflops (computed attention FLOPs /
 // time: 4·dim per computed query-key pair plus planner overhead), density
 // (computed pairs / seq² over all heads), edges, peak_rss_mb (the case's
 // process peak) and baseline_rss_mb (the same process before q, k, v
@@ -30,6 +32,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/attention_impls.h"
+#include "bench/seq2seq_bench.h"
 
 ABSL_FLAG(std::vector<std::string>, impl, std::vector<std::string>({"dense", "lsg"}),
           "implementations to run");
@@ -52,6 +55,16 @@ double RssMb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
+}
+
+// CPU time of all this process's threads. On a shared machine (builds
+// running beside the bench) wall time measures the neighbours too; CPU time
+// is what the case itself spent.
+double ProcessCpuMs() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
 }
 
 int RunOneCase(const std::string& impl, const AttentionCase& c) {
@@ -78,17 +91,23 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
                          0,
                          {prepared->options}};
   std::vector<ItemAttentionCost> costs;
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   const int repeats = absl::GetFlag(FLAGS_repeats);
   for (int i = 0; i <= repeats; ++i) {
+    const double cpu_start = ProcessCpuMs();
     const auto start = std::chrono::steady_clock::now();
     prepared->mechanism->Forward(inputs, &costs);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i > 0) times.push_back(ms);  // the first run warms caches and pools
+    if (i > 0) {  // the first run warms caches and pools
+      times.push_back(ms);
+      cpu_times.push_back(ProcessCpuMs() - cpu_start);
+    }
   }
   std::sort(times.begin(), times.end());
+  std::sort(cpu_times.begin(), cpu_times.end());
   const double median = times[times.size() / 2];
+  const double cpu_median = cpu_times[cpu_times.size() / 2];
   int64_t edges = 0;
   for (int64_t e : costs[0].head_edges) edges += e;
   const double flops = 4.0 * c.head_dim * static_cast<double>(edges) + costs[0].planner_flops;
@@ -96,17 +115,17 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"impl\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, \"target_density\": %g, "
-        "\"ms\": %.3f, \"gflops\": %.3f, \"density\": %.6f, \"edges\": %lld, "
+        "\"ms\": %.3f, \"cpu_ms\": %.3f, \"gflops\": %.3f, \"density\": %.6f, \"edges\": %lld, "
         "\"peak_rss_mb\": %.1f, \"baseline_rss_mb\": %.1f, \"threads\": %d}\n",
         impl.c_str(), static_cast<long long>(c.seq), c.heads, c.head_dim, c.density, median,
-        flops / (median * 1e6), density, static_cast<long long>(edges), RssMb(), baseline,
-        c.threads);
+        cpu_median, flops / (median * 1e6), density, static_cast<long long>(edges), RssMb(),
+        baseline, c.threads);
   } else {
     std::printf(
-        "%-8s seq %6lld  target %-6g  %10.2f ms  %8.2f GFLOP/s  density %.4f  "
+        "%-8s seq %6lld  target %-6g  %10.2f ms (cpu %.2f ms)  %8.2f GFLOP/s  density %.4f  "
         "peak %8.1f MB (baseline %.1f)\n",
-        impl.c_str(), static_cast<long long>(c.seq), c.density, median, flops / (median * 1e6),
-        density, RssMb(), baseline);
+        impl.c_str(), static_cast<long long>(c.seq), c.density, median, cpu_median,
+        flops / (median * 1e6), density, RssMb(), baseline);
   }
   std::fflush(stdout);
   return 0;
@@ -149,11 +168,16 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
 
 int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() == 2 && std::string(rest[1]) == "seq2seq") {
+    return docsparse::bench::RunSeq2SeqBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
                  "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
-                 "[--json]\n");
+                 "[--json]\n"
+                 "       docsparse-bench seq2seq [--s2s_tokens 4096,16384] [--s2s_rows 4] "
+                 "[--s2s_steps 32] [--repeats 5] [--threads 2] [--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;

@@ -28,7 +28,15 @@ ABSL_FLAG(int, max_sentences, 0, "summarize: sentences to extract (default: the 
 ABSL_FLAG(double, max_density, 0, "Budget: maximum attention density in (0, 1].");
 ABSL_FLAG(double, max_attention_gflops, 0, "Budget: maximum attention GFLOP.");
 ABSL_FLAG(bool, strict, false, "Budget: fail instead of running over the cap.");
-ABSL_FLAG(bool, stream, false, "summarize: use SummarizeStream.");
+ABSL_FLAG(bool, stream, false,
+          "summarize: use SummarizeStream (abstractive greedy summaries print as they are "
+          "generated).");
+ABSL_FLAG(int, beams, 0,
+          "summarize, abstractive models: beam search width (1 = greedy; default: the model's "
+          "generation_config.json).");
+ABSL_FLAG(int, max_length, 0,
+          "summarize, abstractive models: longest summary in tokens, the decoder start token "
+          "included (default: the model's).");
 ABSL_FLAG(double, timeout_s, 600, "Deadline of the call, seconds.");
 ABSL_FLAG(std::string, mask_map, "",
           "embed/classify/summarize: ask for the attention mask density maps and draw them "
@@ -55,7 +63,7 @@ constexpr char kUsage[] =
     "docsparse [--server HOST:PORT] [--model NAME] [--json] COMMAND\n"
     "  embed [FILE|-]\n"
     "  classify [--labels a,b,c] [FILE|-]\n"
-    "  summarize [--max_sentences N] [--stream] [FILE|-]\n"
+    "  summarize [--max_sentences N] [--beams N] [--max-length N] [--stream] [FILE|-]\n"
     "  models\n"
     "  health\n"
     "  bench load [--task embed|classify|summarize] --concurrency C\n"
@@ -296,6 +304,14 @@ int Run(const std::vector<char*>& args) {
     v1::SummarizeRequest request;
     if ((filled = FillCommon(path, &request)).ok()) {
       request.mutable_extractive()->set_max_sentences(absl::GetFlag(FLAGS_max_sentences));
+      // Only what was asked: unset fields keep the model's defaults, and an
+      // extractive model refuses generation parameters.
+      if (absl::GetFlag(FLAGS_beams) > 0) {
+        request.mutable_generation()->set_num_beams(absl::GetFlag(FLAGS_beams));
+      }
+      if (absl::GetFlag(FLAGS_max_length) > 0) {
+        request.mutable_generation()->set_max_length(absl::GetFlag(FLAGS_max_length));
+      }
       if (!absl::GetFlag(FLAGS_stream)) {
         return Print((*client)->Summarize(request, timeout), &FormatSummary, true);
       }

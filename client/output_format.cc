@@ -60,11 +60,19 @@ std::string FormatCostReport(const v1::CostReport& cost) {
   }
   absl::StrAppendFormat(&out, "  budget      %s (%s)\n", budget,
                         cost.budget_met() ? "met" : "NOT met");
+  if (cost.generated_tokens() > 0) {
+    absl::StrAppendFormat(&out, "  generation  %d tokens, decoder %s (in total)\n",
+                          cost.generated_tokens(), FormatFlops(cost.decoder_flops()));
+  }
   const v1::Timings& t = cost.timings();
   absl::StrAppendFormat(&out,
                         "  time        queue %.1f ms, tokenize %.1f ms, inference %.1f ms, "
-                        "total %.1f ms\n",
+                        "total %.1f ms",
                         t.queue_ms(), t.tokenize_ms(), t.inference_ms(), t.total_ms());
+  if (cost.generated_tokens() > 0) {
+    absl::StrAppendFormat(&out, ", first token %.1f ms", t.time_to_first_token_ms());
+  }
+  absl::StrAppend(&out, "\n");
   return out;
 }
 

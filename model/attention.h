@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,10 @@ std::string_view AttentionKindName(AttentionKind kind);
 // What one request's budget resolved to (DESIGN.md, "Budgets"), per batch
 // item. Each mechanism reads the fields it understands.
 struct ItemAttentionOptions {
+  // The mechanism to run (a request's budget.attention override); unset: the
+  // model's own. Only a switching mechanism (model/attention_switch.h)
+  // honours it; the others run what they are.
+  std::optional<AttentionKind> kind;
   // SBM: edge regularization β (0 = the model as calibrated; larger is
   // sparser) and the sampling seed (the request's, else derived from its id).
   double edge_regularization = 0;

@@ -35,13 +35,10 @@ constexpr std::string_view kHarmlessKeys[] = {
     // outputs and execution, not math
     "use_cache", "output_hidden_states", "output_attentions", "return_dict", "torchscript",
     "chunk_size_feed_forward", "output_past",
-    // weight tying: only the (unused) LM head depends on it
-    "tie_word_embeddings", "tie_encoder_decoder",
     // special token ids: the tokenizer files own them
     "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "mask_token_id",
-    // the decoder (summarization issue)
-    "decoder_layers", "decoder_attention_heads", "decoder_ffn_dim", "decoder_layerdrop",
-    "decoder_start_token_id",
+    // training only (decoder), and the start token generation_config.h owns
+    "decoder_layerdrop", "decoder_start_token_id",
     // task heads
     "architectures", "id2label", "label2id", "num_labels", "problem_type",
     // generation defaults (old configs embed them)
@@ -63,6 +60,9 @@ std::string_view JsonTypeName(const json& value) {
 class FieldReader {
  public:
   FieldReader(const json& object, std::string_view source) : object_(object), source_(source) {}
+
+  // Names the model type in "unknown field" errors.
+  void set_model_type(std::string model_type) { model_type_ = std::move(model_type); }
 
   absl::Status Error(std::string_view key, std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrFormat("%s: field '%s': %s", source_, key, what));
@@ -138,10 +138,17 @@ class FieldReader {
     return Bool(key, *value);
   }
 
-  // A key whose only supported value is BART's own (absent = that value).
+  // A key whose only supported value is the model's own (absent = that value).
   absl::Status OnlyNeutral(std::string_view key, const json& neutral, std::string_view why) {
+    return OnlyAmong(key, {neutral}, why);
+  }
+
+  absl::Status OnlyAmong(std::string_view key, const std::vector<json>& allowed,
+                         std::string_view why) {
     const json* value = Find(key);
-    if (value == nullptr || *value == neutral) return absl::OkStatus();
+    if (value == nullptr || std::find(allowed.begin(), allowed.end(), *value) != allowed.end()) {
+      return absl::OkStatus();
+    }
     return Error(key, absl::StrFormat("%s is not supported (%s)", value->dump(), why));
   }
 
@@ -151,7 +158,7 @@ class FieldReader {
                             std::end(kHarmlessKeys);
       if (consumed_.count(key) == 0 && !harmless) {
         return absl::InvalidArgumentError(
-            absl::StrFormat("%s: unknown field '%s' for model_type bart", source_, key));
+            absl::StrFormat("%s: unknown field '%s' for model_type %s", source_, key, model_type_));
       }
     }
     return absl::OkStatus();
@@ -162,6 +169,7 @@ class FieldReader {
  private:
   const json& object_;
   std::string_view source_;
+  std::string model_type_ = "bart";
   std::set<std::string, std::less<>> consumed_;
 };
 
@@ -179,7 +187,7 @@ absl::StatusOr<Activation> ParseActivation(FieldReader& reader) {
                                             name));
 }
 
-absl::Status ParseEncoderFields(FieldReader& reader, BartConfig& config) {
+absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
   ASSIGN_OR_RETURN(config.vocab_size, reader.RequireInt("vocab_size", 1, 1 << 24));
   ASSIGN_OR_RETURN(config.hidden_size, reader.RequireInt("d_model", 1, 1 << 16));
   ASSIGN_OR_RETURN(config.num_layers, reader.RequireInt("encoder_layers", 1, 1024));
@@ -197,16 +205,41 @@ absl::Status ParseEncoderFields(FieldReader& reader, BartConfig& config) {
                    reader.RequireInt("pad_token_id", 0, config.vocab_size - 1));
   ASSIGN_OR_RETURN(config.scale_embedding, reader.RequireBool("scale_embedding"));
 
-  RETURN_IF_ERROR(reader.OnlyNeutral("is_encoder_decoder", true, "BART is an encoder-decoder"));
+  ASSIGN_OR_RETURN(config.decoder_layers, reader.RequireInt("decoder_layers", 1, 1024));
+  ASSIGN_OR_RETURN(config.decoder_heads, reader.RequireInt("decoder_attention_heads", 1, 1 << 12));
+  if (config.hidden_size % config.decoder_heads != 0) {
+    return reader.Error("decoder_attention_heads",
+                        absl::StrFormat("%d heads do not divide d_model %d", config.decoder_heads,
+                                        config.hidden_size));
+  }
+  ASSIGN_OR_RETURN(config.decoder_ffn_size, reader.RequireInt("decoder_ffn_dim", 1, 1 << 20));
+  ASSIGN_OR_RETURN(config.tie_word_embeddings, reader.OptionalBool("tie_word_embeddings", true));
+  RETURN_IF_ERROR(reader.OnlyNeutral("tie_encoder_decoder", false,
+                                     "encoder and decoder weights are separate tensors"));
+
+  RETURN_IF_ERROR(reader.OnlyNeutral("is_encoder_decoder", true, "an encoder-decoder"));
   RETURN_IF_ERROR(reader.OnlyNeutral("is_decoder", false, "causal attention"));
   RETURN_IF_ERROR(reader.OnlyNeutral("add_cross_attention", false, "cross-attention layers"));
-  RETURN_IF_ERROR(reader.OnlyNeutral("normalize_before", false, "BART layers are post-LN"));
-  RETURN_IF_ERROR(reader.OnlyNeutral("add_final_layer_norm", false, "no final encoder norm"));
-  RETURN_IF_ERROR(reader.OnlyNeutral("normalize_embedding", true, "BART has layernorm_embedding"));
-  RETURN_IF_ERROR(
-      reader.OnlyNeutral("static_position_embeddings", false, "only learned position embeddings"));
-  RETURN_IF_ERROR(reader.OnlyNeutral("extra_pos_embeddings", 2, "positions are offset by 2"));
   RETURN_IF_ERROR(reader.OnlyNeutral("add_bias_logits", false, "no logit bias"));
+  if (config.architecture == Seq2SeqArchitecture::kBart) {
+    RETURN_IF_ERROR(reader.OnlyNeutral("normalize_before", false, "BART layers are post-LN"));
+    RETURN_IF_ERROR(reader.OnlyNeutral("add_final_layer_norm", false, "no final encoder norm"));
+    RETURN_IF_ERROR(
+        reader.OnlyNeutral("normalize_embedding", true, "BART has layernorm_embedding"));
+    RETURN_IF_ERROR(reader.OnlyNeutral("static_position_embeddings", false,
+                                       "only learned position embeddings"));
+    RETURN_IF_ERROR(reader.OnlyNeutral("extra_pos_embeddings", 2, "positions are offset by 2"));
+  } else {
+    RETURN_IF_ERROR(reader.OnlyNeutral("normalize_before", true, "Pegasus layers are pre-LN"));
+    RETURN_IF_ERROR(
+        reader.OnlyNeutral("add_final_layer_norm", true, "Pegasus has final layer norms"));
+    RETURN_IF_ERROR(
+        reader.OnlyNeutral("normalize_embedding", false, "Pegasus has no embedding layer norm"));
+    RETURN_IF_ERROR(
+        reader.OnlyNeutral("static_position_embeddings", true, "Pegasus positions are sinusoidal"));
+    RETURN_IF_ERROR(
+        reader.OnlyAmong("extra_pos_embeddings", {0, 1}, "Pegasus positions are not offset"));
+  }
   if (const json* pruned = reader.Find("pruned_heads"); pruned != nullptr && !pruned->is_null()) {
     if (!pruned->is_object() || !pruned->empty()) {
       return reader.Error("pruned_heads", "pruned attention heads are not supported");
@@ -236,6 +269,14 @@ absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig&
     }
   }
   if (!is_lsg) return absl::OkStatus();
+  if (config.architecture != Seq2SeqArchitecture::kBart) {
+    for (std::string_view key : kLsgKeys) {
+      if (object.contains(key)) {
+        return reader.Error(key, "LSG is supported for model_type bart only");
+      }
+    }
+    return reader.Error("architectures", "LSG is supported for model_type bart only");
+  }
   if (const json* prefix = reader.Find("base_model_prefix")) {
     ASSIGN_OR_RETURN(const std::string value, reader.String("base_model_prefix", *prefix));
     if (value != "lsg") {
@@ -285,6 +326,16 @@ absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig&
 
 }  // namespace
 
+std::string_view Seq2SeqArchitectureName(Seq2SeqArchitecture architecture) {
+  switch (architecture) {
+    case Seq2SeqArchitecture::kBart:
+      return "bart";
+    case Seq2SeqArchitecture::kPegasus:
+      return "pegasus";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
                                            std::string_view source_name) {
   if (!config.is_object()) {
@@ -293,12 +344,18 @@ absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
   }
   FieldReader reader(config, source_name);
   ASSIGN_OR_RETURN(const std::string model_type, reader.RequireString("model_type"));
-  if (model_type != "bart") {
-    return reader.Error("model_type",
-                        absl::StrFormat("unsupported value \"%s\" (supported: bart)", model_type));
-  }
   BartConfig result;
-  RETURN_IF_ERROR(ParseEncoderFields(reader, result));
+  if (model_type == "bart") {
+    result.architecture = Seq2SeqArchitecture::kBart;
+  } else if (model_type == "pegasus") {
+    result.architecture = Seq2SeqArchitecture::kPegasus;
+  } else {
+    return reader.Error(
+        "model_type",
+        absl::StrFormat("unsupported value \"%s\" (supported: bart, pegasus)", model_type));
+  }
+  reader.set_model_type(model_type);
+  RETURN_IF_ERROR(ParseModelFields(reader, result));
   RETURN_IF_ERROR(ParseLsgFields(reader, config, result));
   RETURN_IF_ERROR(reader.CheckNoUnknownKeys());
   return result;

@@ -12,67 +12,83 @@
 #include "model/lsg_attention.h"
 #include "model/lsg_planner.h"
 #include "model/safetensors.h"
+#include "model/seq2seq_embeddings.h"
 
 namespace docsparse {
-namespace {
+at::Tensor ApplyActivation(const at::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGelu:
+      return at::gelu(x);
+    case Activation::kGeluNew:
+      return at::gelu(x, "tanh");
+    case Activation::kRelu:
+      return at::relu(x);
+  }
+  return x;
+}
 
-// BartLearnedPositionalEmbedding: position p is row p + 2 (fairseq legacy).
-constexpr int64_t kPositionOffset = 2;
-
-}  // namespace
+absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
+                                                      const std::string& p, int64_t h,
+                                                      int64_t ffn) {
+  const auto get = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return ReadFloatTensor(checkpoint, p + name, shape);
+  };
+  BartLayerWeights layer;
+  std::vector<at::Tensor> qkv_w, qkv_b;
+  for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+    ASSIGN_OR_RETURN(at::Tensor weight, get(absl::StrCat("self_attn.", proj, ".weight"), {h, h}));
+    ASSIGN_OR_RETURN(at::Tensor bias, get(absl::StrCat("self_attn.", proj, ".bias"), {h}));
+    qkv_w.push_back(weight);
+    qkv_b.push_back(bias);
+  }
+  layer.qkv_weight = at::cat(qkv_w, 0);
+  layer.qkv_bias = at::cat(qkv_b, 0);
+  ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.out_proj.weight", {h, h}));
+  ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.out_proj.bias", {h}));
+  ASSIGN_OR_RETURN(layer.attention_norm_weight, get("self_attn_layer_norm.weight", {h}));
+  ASSIGN_OR_RETURN(layer.attention_norm_bias, get("self_attn_layer_norm.bias", {h}));
+  ASSIGN_OR_RETURN(layer.fc1_weight, get("fc1.weight", {ffn, h}));
+  ASSIGN_OR_RETURN(layer.fc1_bias, get("fc1.bias", {ffn}));
+  ASSIGN_OR_RETURN(layer.fc2_weight, get("fc2.weight", {h, ffn}));
+  ASSIGN_OR_RETURN(layer.fc2_bias, get("fc2.bias", {h}));
+  ASSIGN_OR_RETURN(layer.final_norm_weight, get("final_layer_norm.weight", {h}));
+  ASSIGN_OR_RETURN(layer.final_norm_bias, get("final_layer_norm.bias", {h}));
+  return layer;
+}
 
 absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& model_dir,
                                                           const BartConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
-  const std::string probe = "encoder.embed_positions.weight";
-  std::string prefix;
-  if (checkpoint->Has("model." + probe)) {
-    prefix = "model.";
-  } else if (!checkpoint->Has(probe)) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint has no tensor '", probe,
-                                                   "' under any of the prefixes ['', 'model.']"));
-  }
+  return LoadBartEncoderWeights(*checkpoint, config);
+}
+
+absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& checkpoint,
+                                                          const BartConfig& config) {
+  ASSIGN_OR_RETURN(const std::string prefix, FindSeq2SeqPrefix(checkpoint));
   const auto get = [&](const std::string& name, const std::vector<int64_t>& shape) {
-    return ReadFloatTensor(*checkpoint, prefix + name, shape);
+    return ReadFloatTensor(checkpoint, prefix + name, shape);
   };
   const int64_t h = config.hidden_size;
-  const int64_t ffn = config.intermediate_size;
   BartEncoderWeights w;
-  // save_pretrained keeps the tied embedding once, as "shared.weight".
-  const std::string tokens =
-      checkpoint->Has(prefix + "shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight";
-  ASSIGN_OR_RETURN(w.token_embeddings, get(tokens, {config.vocab_size, h}));
-  ASSIGN_OR_RETURN(w.position_embeddings,
-                   get(probe, {config.max_position_embeddings + kPositionOffset, h}));
-  ASSIGN_OR_RETURN(w.embedding_norm_weight, get("encoder.layernorm_embedding.weight", {h}));
-  ASSIGN_OR_RETURN(w.embedding_norm_bias, get("encoder.layernorm_embedding.bias", {h}));
+  ASSIGN_OR_RETURN(w.token_embeddings, ReadTokenEmbeddings(checkpoint, prefix, "encoder", config));
+  ASSIGN_OR_RETURN(w.position_embeddings, ReadPositionTable(checkpoint, prefix, "encoder", config));
+  if (config.embedding_layer_norm()) {
+    ASSIGN_OR_RETURN(w.embedding_norm_weight, get("encoder.layernorm_embedding.weight", {h}));
+    ASSIGN_OR_RETURN(w.embedding_norm_bias, get("encoder.layernorm_embedding.bias", {h}));
+  }
+  if (config.pre_layer_norm()) {
+    ASSIGN_OR_RETURN(w.final_norm_weight, get("encoder.layer_norm.weight", {h}));
+    ASSIGN_OR_RETURN(w.final_norm_bias, get("encoder.layer_norm.bias", {h}));
+  }
   if (config.lsg.has_value()) {
     // The reference allocates 512 rows whatever num_global_tokens is.
     ASSIGN_OR_RETURN(w.global_embeddings, get("encoder.global_embeddings.weight", {512, h}));
   }
   for (int i = 0; i < config.num_layers; ++i) {
-    const std::string p = absl::StrCat("encoder.layers.", i, ".");
-    BartLayerWeights layer;
-    std::vector<at::Tensor> qkv_w, qkv_b;
-    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
-      ASSIGN_OR_RETURN(at::Tensor weight,
-                       get(absl::StrCat(p, "self_attn.", proj, ".weight"), {h, h}));
-      ASSIGN_OR_RETURN(at::Tensor bias, get(absl::StrCat(p, "self_attn.", proj, ".bias"), {h}));
-      qkv_w.push_back(weight);
-      qkv_b.push_back(bias);
-    }
-    layer.qkv_weight = at::cat(qkv_w, 0);
-    layer.qkv_bias = at::cat(qkv_b, 0);
-    ASSIGN_OR_RETURN(layer.out_weight, get(p + "self_attn.out_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(layer.out_bias, get(p + "self_attn.out_proj.bias", {h}));
-    ASSIGN_OR_RETURN(layer.attention_norm_weight, get(p + "self_attn_layer_norm.weight", {h}));
-    ASSIGN_OR_RETURN(layer.attention_norm_bias, get(p + "self_attn_layer_norm.bias", {h}));
-    ASSIGN_OR_RETURN(layer.fc1_weight, get(p + "fc1.weight", {ffn, h}));
-    ASSIGN_OR_RETURN(layer.fc1_bias, get(p + "fc1.bias", {ffn}));
-    ASSIGN_OR_RETURN(layer.fc2_weight, get(p + "fc2.weight", {h, ffn}));
-    ASSIGN_OR_RETURN(layer.fc2_bias, get(p + "fc2.bias", {h}));
-    ASSIGN_OR_RETURN(layer.final_norm_weight, get(p + "final_layer_norm.weight", {h}));
-    ASSIGN_OR_RETURN(layer.final_norm_bias, get(p + "final_layer_norm.bias", {h}));
+    ASSIGN_OR_RETURN(
+        BartLayerWeights layer,
+        ReadBartLayerWeights(checkpoint, absl::StrCat(prefix, "encoder.layers.", i, "."), h,
+                             config.intermediate_size));
     w.layers.push_back(std::move(layer));
   }
   return w;
@@ -100,18 +116,6 @@ int64_t BartEncoder::global_rows() const {
              : 0;
 }
 
-at::Tensor BartEncoder::Activate(const at::Tensor& x) const {
-  switch (config_.activation) {
-    case Activation::kGelu:
-      return at::gelu(x);
-    case Activation::kGeluNew:
-      return at::gelu(x, "tanh");
-    case Activation::kRelu:
-      return at::relu(x);
-  }
-  return x;
-}
-
 at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
                               const std::vector<int64_t>& lengths,
                               const std::vector<ItemAttentionOptions>& options, int layer,
@@ -119,21 +123,36 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
   const int64_t h = config_.hidden_size;
+  // Pre-LN (Pegasus) projects the normalised input; post-LN (BART) the input.
+  const at::Tensor attention_input =
+      config_.pre_layer_norm() ? at::layer_norm(x, {h}, w.attention_norm_weight,
+                                                w.attention_norm_bias, config_.layer_norm_eps)
+                               : x;
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
-  const at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
+  const at::Tensor qkv = at::linear(attention_input, w.qkv_weight, w.qkv_bias)
                              .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
                              .permute({2, 0, 3, 1, 4});
   const AttentionInputs inputs{
       qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options};
   const at::Tensor context =
       attention_->Forward(inputs, item_costs).permute({0, 2, 1, 3}).reshape({batch, seq, h});
+  const double eps = config_.layer_norm_eps;
+  if (config_.pre_layer_norm()) {
+    // PegasusEncoderLayer: x + f(norm(x)) for attention, then the FFN.
+    const at::Tensor attended = at::linear(context, w.out_weight, w.out_bias) + x;
+    const at::Tensor normed =
+        at::layer_norm(attended, {h}, w.final_norm_weight, w.final_norm_bias, eps);
+    const at::Tensor inner =
+        ApplyActivation(at::linear(normed, w.fc1_weight, w.fc1_bias), config_.activation);
+    return at::linear(inner, w.fc2_weight, w.fc2_bias) + attended;
+  }
   // Post-LN, as BartEncoderLayer.
-  const at::Tensor attended =
-      at::layer_norm(at::linear(context, w.out_weight, w.out_bias) + x, {h},
-                     w.attention_norm_weight, w.attention_norm_bias, config_.layer_norm_eps);
-  const at::Tensor inner = Activate(at::linear(attended, w.fc1_weight, w.fc1_bias));
+  const at::Tensor attended = at::layer_norm(at::linear(context, w.out_weight, w.out_bias) + x, {h},
+                                             w.attention_norm_weight, w.attention_norm_bias, eps);
+  const at::Tensor inner =
+      ApplyActivation(at::linear(attended, w.fc1_weight, w.fc1_bias), config_.activation);
   return at::layer_norm(at::linear(inner, w.fc2_weight, w.fc2_bias) + attended, {h},
-                        w.final_norm_weight, w.final_norm_bias, config_.layer_norm_eps);
+                        w.final_norm_weight, w.final_norm_bias, eps);
 }
 
 absl::StatusOr<EncoderOutput> BartEncoder::Forward(
@@ -193,7 +212,8 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
       std::copy(batch.sequences[i].begin(), batch.sequences[i].end(),
                 ids[static_cast<int64_t>(i)].data_ptr<int64_t>());
     }
-    const at::Tensor positions = at::arange(kPositionOffset, width + kPositionOffset, at::kLong);
+    const int64_t offset = config_.position_offset();
+    const at::Tensor positions = at::arange(offset, width + offset, at::kLong);
     at::Tensor x = at::embedding(weights_.token_embeddings, ids);
     if (config_.scale_embedding) x = x * std::sqrt(static_cast<double>(config_.hidden_size));
     x = x + at::embedding(weights_.position_embeddings, positions).unsqueeze(0);
@@ -204,8 +224,10 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
               .expand({static_cast<int64_t>(rows), global, config_.hidden_size});
       x = at::cat({globals, x}, 1);
     }
-    x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
-                       weights_.embedding_norm_bias, config_.layer_norm_eps);
+    if (config_.embedding_layer_norm()) {
+      x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
+                         weights_.embedding_norm_bias, config_.layer_norm_eps);
+    }
 
     // Real rows per sequence: the LSG mechanism expects [global ; tokens].
     std::vector<int64_t> real_rows;
@@ -216,6 +238,10 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
       }
+    }
+    if (config_.pre_layer_norm()) {
+      x = at::layer_norm(x, {config_.hidden_size}, weights_.final_norm_weight,
+                         weights_.final_norm_bias, config_.layer_norm_eps);
     }
     const int64_t run_length = x.size(1);
     if (global > 0 && !config_.pass_global_tokens_to_decoder) {
@@ -231,7 +257,8 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
     }
   } catch (const c10::Error& error) {
     return absl::InternalError(
-        absl::StrCat("BART encoder forward failed: ", error.what_without_backtrace()));
+        absl::StrCat(std::string(Seq2SeqArchitectureName(config_.architecture)),
+                     " encoder forward failed: ", error.what_without_backtrace()));
   }
   return output;
 }

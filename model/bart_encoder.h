@@ -1,6 +1,6 @@
-// The encoder half of BART in LibTorch, plain or LSG (ccdv-ai/
-// convert_checkpoint_to_lsg, LSGBartEncoder), with the attention delegated to
-// an AttentionMechanism. The decoder comes with the summarization issue.
+// The encoder half of BART and Pegasus in LibTorch, BART plain or LSG
+// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartEncoder), with the attention
+// delegated to an AttentionMechanism. The decoder is model/bart_decoder.h.
 #ifndef DOCSPARSE_MODEL_BART_ENCODER_H_
 #define DOCSPARSE_MODEL_BART_ENCODER_H_
 
@@ -16,6 +16,7 @@
 #include "model/bart_config.h"
 #include "model/cost_model.h"
 #include "model/encoder.h"
+#include "model/safetensors.h"
 
 namespace docsparse {
 
@@ -28,10 +29,21 @@ struct BartLayerWeights {
   at::Tensor final_norm_weight, final_norm_bias;          // final_layer_norm
 };
 
+// The feed-forward activation of BART-family layers (ACT2FN).
+at::Tensor ApplyActivation(const at::Tensor& x, Activation activation);
+
+// Reads `<layer_prefix>self_attn.*`, fc1, fc2 and the two norms of one
+// layer (encoder layer, or the self-attention/FFN half of a decoder layer).
+absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
+                                                      const std::string& layer_prefix, int64_t h,
+                                                      int64_t ffn);
+
 struct BartEncoderWeights {
-  at::Tensor token_embeddings;     // [vocab, h]: shared / encoder.embed_tokens
-  at::Tensor position_embeddings;  // [max_position_embeddings + 2, h]
-  at::Tensor embedding_norm_weight, embedding_norm_bias;  // layernorm_embedding
+  at::Tensor token_embeddings;  // [vocab, h]: shared / encoder.embed_tokens
+  // [max_position_embeddings + position_offset(), h]
+  at::Tensor position_embeddings;
+  at::Tensor embedding_norm_weight, embedding_norm_bias;  // BART: layernorm_embedding
+  at::Tensor final_norm_weight, final_norm_bias;          // Pegasus: encoder.layer_norm
   // LSG: [512, h], the reference's table of global token embeddings (the
   // first num_global_tokens rows are used).
   at::Tensor global_embeddings;
@@ -41,15 +53,19 @@ struct BartEncoderWeights {
 // Reads the encoder weights from a checkpoint folder (model.safetensors or a
 // sharded index): bare names (BartModel) or under "model." (task models such
 // as BartForConditionalGeneration); token embeddings from "shared.weight",
-// else "encoder.embed_tokens.weight". F16/BF16 become F32; shapes are checked
+// else "encoder.embed_tokens.weight"; positions as ReadPositionTable
+// (model/seq2seq_embeddings.h). F16/BF16 become F32; shapes are checked
 // against the config. Decoder tensors are not read.
 absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& model_dir,
+                                                          const BartConfig& config);
+absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& checkpoint,
                                                           const BartConfig& config);
 
 // Immutable after Create; Forward may run on several threads at once.
 //
 // Each sequence runs as the reference runs it alone (a batch of one), so a
-// result never depends on the rest of the batch. LSG: the global token
+// result never depends on the rest of the batch. Pegasus: pre-LN layers, no
+// embedding LayerNorm, encoder.layer_norm after the last layer. LSG: the global token
 // embeddings go in front of the token embeddings before layernorm_embedding;
 // a sequence longer than 2·block_size is padded up to a multiple of the block
 // size with pad_token_id *tokens* (embedded, with their positions, as
@@ -93,7 +109,6 @@ class BartEncoder {
                    const std::vector<int64_t>& lengths,
                    const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;
-  at::Tensor Activate(const at::Tensor& x) const;
 
   BartConfig config_;
   BartEncoderWeights weights_;

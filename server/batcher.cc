@@ -6,9 +6,9 @@
 
 namespace docsparse {
 
-Batcher::Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue,
+Batcher::Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
                  BatcherHooks hooks)
-    : encoder_(encoder), limits_(limits), max_queue_(max_queue), hooks_(std::move(hooks)) {
+    : runner_(std::move(runner)), limits_(limits), max_queue_(max_queue), hooks_(std::move(hooks)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -99,12 +99,13 @@ void Batcher::Loop() {
                           ? absl::DeadlineExceededError("deadline passed while queued")
                           : absl::CancelledError("client cancelled while queued"));
     }
-    if (!batch.empty()) Run(std::move(batch));
+    if (batch.empty()) continue;
+    if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
+    runner_->Run(std::move(batch));
   }
 }
 
-void Batcher::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
-  if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
+void EncoderBatchRunner::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
   std::vector<std::vector<int32_t>> sequences;
   std::vector<CostAccount*> costs;
   std::vector<ItemAttentionOptions> attention;

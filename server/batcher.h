@@ -1,6 +1,8 @@
 // The dynamic batcher of one model: a bounded queue of encode jobs and one
-// thread that asks FormBatch what to run, runs the chosen jobs' sequences
-// through the encoder together, and hands each job its rows. Jobs whose
+// thread that asks FormBatch what to run and hands the chosen jobs to the
+// model's BatchRunner: for encoders, their sequences run through the encoder
+// together and each job gets its rows; for summarizers, the encoder runs
+// them together and their summaries are generated together. Jobs whose
 // client left or whose deadline passed are answered without compute.
 #ifndef DOCSPARSE_SERVER_BATCHER_H_
 #define DOCSPARSE_SERVER_BATCHER_H_
@@ -20,6 +22,7 @@
 #include "model/text_encoder.h"
 #include "server/batch_former.h"
 #include "server/drop_reason.h"
+#include "server/generation_job.h"
 
 namespace docsparse {
 
@@ -43,9 +46,33 @@ struct EncodeJob {
   std::function<bool()> is_cancelled;
   // Accumulates the cost of this job's sequences.
   CostAccount cost;
+  // Abstractive summaries only: what to generate from the encoder's output,
+  // and what was generated; null for encoder tasks.
+  std::unique_ptr<GenerationJob> generation;
   // Called once, on the batcher thread: the result, or DEADLINE_EXCEEDED /
-  // CANCELLED when dropped before compute, or the encoder's error.
+  // CANCELLED when dropped before compute (or, while generating, when the
+  // client left or the deadline passed), or the model's error.
   std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
+};
+
+// Computes one formed batch and answers each of its jobs (calls `done` once
+// per job). Runs on the batcher thread, one batch at a time.
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+  virtual void Run(std::vector<std::unique_ptr<EncodeJob>> batch) = 0;
+};
+
+// Encoder tasks: every job's sequences through TextEncoder::EncodeSequences
+// together; each job gets its rows of the pooled output.
+class EncoderBatchRunner final : public BatchRunner {
+ public:
+  // Borrows `encoder`, which must outlive the runner.
+  explicit EncoderBatchRunner(const TextEncoder& encoder) : encoder_(encoder) {}
+  void Run(std::vector<std::unique_ptr<EncodeJob>> batch) override;
+
+ private:
+  const TextEncoder& encoder_;
 };
 
 // Callbacks for metrics; any may be empty.
@@ -57,8 +84,12 @@ struct BatcherHooks {
 
 class Batcher {
  public:
-  // Borrows `encoder`, which must outlive the batcher.
-  Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue, BatcherHooks hooks);
+  Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
+          BatcherHooks hooks);
+  // An encoder model's batcher. Borrows `encoder`, which must outlive it.
+  Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue, BatcherHooks hooks)
+      : Batcher(std::make_unique<EncoderBatchRunner>(encoder), limits, max_queue,
+                std::move(hooks)) {}
   // Runs every job already accepted, then joins the thread.
   ~Batcher();
 
@@ -68,9 +99,8 @@ class Batcher {
 
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
-  void Run(std::vector<std::unique_ptr<EncodeJob>> batch);
 
-  const TextEncoder& encoder_;
+  const std::unique_ptr<BatchRunner> runner_;
   const BatchLimits limits_;
   const size_t max_queue_;
   const BatcherHooks hooks_;

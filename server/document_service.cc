@@ -1,6 +1,9 @@
 #include "server/document_service.h"
 
 #include <chrono>
+#include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "server/grpc_status.h"
 
 namespace docsparse {
@@ -138,8 +142,8 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
   }
   // Until Submit succeeds the job is ours; after, only its completion may
   // finish the reactor.
-  const absl::Status submitted =
-      Submit((tasks_.*prepare)(*request, recorder.received(), response, finish), context);
+  const absl::Status submitted = Submit(
+      std::invoke(prepare, tasks_, *request, recorder.received(), response, finish), context);
   if (!submitted.ok()) finish(submitted);
   return reactor;
 }
@@ -160,8 +164,12 @@ grpc::ServerUnaryReactor* DocumentService::Classify(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext* context,
                                                      const v1::SummarizeRequest* request,
                                                      v1::SummarizeResponse* response) {
-  return RunUnary(context, request, response, MetricTask::kSummarize,
-                  &DocumentTasks::PrepareSummarize);
+  return RunUnary(
+      context, request, response, MetricTask::kSummarize,
+      [](const DocumentTasks& tasks, const v1::SummarizeRequest& request,
+         BatchClock::time_point received, v1::SummarizeResponse* response, Completion complete) {
+        return tasks.PrepareSummarize(request, received, response, std::move(complete));
+      });
 }
 
 grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContext* context,
@@ -173,8 +181,12 @@ grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContex
   return reactor;
 }
 
-// Extractive models have the whole summary at once: the stream carries it
-// as one final chunk with the cost report.
+// SummarizeStream. Greedy abstractive summaries send a chunk per chosen
+// token (its id and the text that became final with it) as the batcher
+// thread produces them; beam search and extractive models have the whole
+// summary only at the end. The last chunk carries the rest of the text, the
+// cost report and done. gRPC allows one write in flight: chunks wait in
+// order behind it, so a slow client never holds up the batch's decoding.
 class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1::SummarizeChunk> {
  public:
   SummaryStream(DocumentService& service, grpc::CallbackServerContext* context,
@@ -183,21 +195,36 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
         context_(context),
         recorder_(service.MetricsFor(request->model()), MetricTask::kSummarizeStream) {
     if (!service_.ready()) {
-      Fail(absl::UnavailableError(NotReady().error_message()));
+      Complete(absl::UnavailableError(NotReady().error_message()));
       return;
     }
     if (service_.streams_.fetch_add(1) >= service_.max_streams_) {
       service_.streams_.fetch_sub(1);
-      Fail(absl::ResourceExhaustedError(absl::StrCat("too many concurrent streams (limit ",
-                                                     service_.max_streams_, "); retry later")));
+      Complete(absl::ResourceExhaustedError(absl::StrCat("too many concurrent streams (limit ",
+                                                         service_.max_streams_, "); retry later")));
       return;
     }
     counted_ = true;
-    const absl::Status submitted = service_.Submit(
-        service_.tasks_.PrepareSummarize(*request, recorder_.received(), &response_,
-                                         [this](const absl::Status& status) { Complete(status); }),
-        context_);
-    if (!submitted.ok()) Fail(submitted);
+    const absl::Status submitted =
+        service_.Submit(service_.tasks_.PrepareSummarize(
+                            *request, recorder_.received(), &response_,
+                            [this](const absl::Status& status) { Complete(status); },
+                            [this](int32_t token, const std::string& text) { Push(token, text); }),
+                        context_);
+    if (!submitted.ok()) Complete(submitted);
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      write_in_flight_ = false;
+      // The client is gone: nothing more will be read.
+      if (!ok) {
+        write_failed_ = true;
+        pending_.clear();
+      }
+    }
+    WriteNext();
   }
 
   void OnDone() override {
@@ -206,22 +233,76 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   }
 
  private:
-  void Complete(const absl::Status& status) {
-    if (!status.ok()) return Fail(status);
-    chunk_.set_text(response_.summary());
-    chunk_.set_done(true);
-    *chunk_.mutable_cost() = response_.cost();
-    for (auto& [key, value] : CostMetadata(chunk_.cost())) {
-      context_->AddTrailingMetadata(key, value);
+  // A token chosen (batcher thread, while generating).
+  void Push(int32_t token, const std::string& text) {
+    v1::SummarizeChunk chunk;
+    chunk.set_text(text);
+    chunk.add_token_ids(token);
+    streamed_bytes_ += text.size();
+    {
+      absl::MutexLock lock(&mu_);
+      if (write_failed_) return;
+      pending_.push_back(std::move(chunk));
     }
-    recorder_.Finish(AsSeenByClient(grpc::Status::OK, context_), &chunk_.cost());
-    StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+    WriteNext();
   }
 
-  void Fail(const absl::Status& status) {
-    const grpc::Status grpc_status = ToGrpcStatus(status);
-    recorder_.Finish(grpc_status, nullptr);
-    Finish(grpc_status);
+  // How the request ended (once; batcher thread, or the RPC thread when it
+  // never reached the batcher).
+  void Complete(const absl::Status& status) {
+    if (!status.ok()) {
+      const grpc::Status grpc_status = ToGrpcStatus(status);
+      recorder_.Finish(grpc_status, nullptr);
+      {
+        absl::MutexLock lock(&mu_);
+        pending_.clear();  // the error is what the client needs now
+        finish_status_ = grpc_status;
+      }
+      return WriteNext();
+    }
+    v1::SummarizeChunk last;
+    // The streamed pieces are a prefix of the summary
+    // (model/streaming_detokenizer.h), so the chunks add up to it exactly.
+    const std::string& summary = response_.summary();
+    last.set_text(streamed_bytes_ < summary.size() ? summary.substr(streamed_bytes_) : "");
+    last.set_done(true);
+    *last.mutable_cost() = response_.cost();
+    for (auto& [key, value] : CostMetadata(last.cost())) context_->AddTrailingMetadata(key, value);
+    recorder_.Finish(AsSeenByClient(grpc::Status::OK, context_), &last.cost());
+    {
+      absl::MutexLock lock(&mu_);
+      if (!write_failed_) pending_.push_back(std::move(last));
+      finish_status_ = grpc::Status::OK;
+    }
+    WriteNext();
+  }
+
+  // Starts the next write, or the finish once everything is written. After
+  // it has started the finish, `this` may be gone.
+  void WriteNext() {
+    const v1::SummarizeChunk* chunk = nullptr;
+    bool last = false;
+    grpc::Status finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (write_in_flight_ || finished_) return;
+      if (!pending_.empty()) {
+        writing_ = std::move(pending_.front());
+        pending_.pop_front();
+        chunk = &writing_;
+        last = writing_.done();
+        write_in_flight_ = !last;
+        finished_ = last;
+      } else if (finish_status_.has_value()) {
+        finish = *finish_status_;
+        finished_ = true;
+      } else {
+        return;
+      }
+    }
+    if (chunk == nullptr) return Finish(finish);
+    if (last) return StartWriteAndFinish(chunk, grpc::WriteOptions(), grpc::Status::OK);
+    StartWrite(chunk);
   }
 
   DocumentService& service_;
@@ -229,7 +310,15 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   const RequestRecorder recorder_;
   bool counted_ = false;
   v1::SummarizeResponse response_;
-  v1::SummarizeChunk chunk_;
+  size_t streamed_bytes_ = 0;  // text sent in token chunks (batcher thread)
+  absl::Mutex mu_;
+  std::deque<v1::SummarizeChunk> pending_ ABSL_GUARDED_BY(mu_);
+  v1::SummarizeChunk writing_;  // in flight; gRPC reads it until OnWriteDone
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by Complete: finish with it once the pending chunks are written.
+  std::optional<grpc::Status> finish_status_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 grpc::ServerWriteReactor<v1::SummarizeChunk>* DocumentService::SummarizeStream(

@@ -19,6 +19,7 @@
 #include "model/pooling.h"
 #include "model/sentence_splitter.h"
 #include "model/zero_shot.h"
+#include "server/abstractive_summary.h"
 #include "server/cost_report.h"
 
 namespace docsparse {
@@ -43,9 +44,9 @@ struct JobContext {
 std::unique_ptr<EncodeJob> MakeJob(const ServedModel& model, const char* task,
                                    std::vector<std::vector<int32_t>> sequences,
                                    const ItemAttentionOptions& attention) {
-  auto job = std::make_unique<EncodeJob>(model.encoder->shape());
-  job->pending.key =
-      BatchKey{model.name, task, std::string(AttentionKindName(model.encoder->attention().kind()))};
+  auto job = std::make_unique<EncodeJob>(model.encoder_shape());
+  job->pending.key = BatchKey{
+      model.name, task, std::string(AttentionKindName(ServedAttentionKind(model, attention)))};
   job->pending.enqueued = BatchClock::now();
   job->pending.attention_flops = PlannedAttentionFlops(model, attention, sequences);
   for (const auto& sequence : sequences) {
@@ -75,7 +76,8 @@ absl::Status CheckOptions(const v1::RequestOptions& options) {
 void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
                 const v1::RequestOptions& options, const EncodeJob& job, const EncodeResult& result,
                 v1::CostReport* report) {
-  FillCostReport(job.cost, context.model->encoder->attention().kind(), report);
+  FillCostReport(job.cost, ServedAttentionKind(*context.model, job.attention), report);
+  FillAttentionKnobs(*context.model, job.attention, report->mutable_knobs());
   report->set_truncated(context.truncated);
   *report->mutable_budget() = budget;
   report->set_budget_met(BudgetMet(budget, job.cost));
@@ -90,12 +92,12 @@ void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
     int cells = 0;
     const ServedModel& model = *context.model;
     const std::vector<float> map =
-        model.encoder->attention().kind() == AttentionKind::kLsg && model.config.lsg
-            ? LsgMaskMap(ApplyLsgKnobs(*model.config.lsg, job.attention), context.document_lengths,
+        ServedAttentionKind(model, job.attention) == AttentionKind::kLsg && model.lsg()
+            ? LsgMaskMap(ApplyLsgKnobs(*model.lsg(), job.attention), context.document_lengths,
                          resolution, &cells)
             : DenseWindowsMaskMap(context.document_lengths, resolution, &cells);
     // Dense and LSG plans pick the same pairs in every layer.
-    for (int layer = 0; layer < context.model->config.num_layers; ++layer) {
+    for (int layer = 0; layer < context.model->encoder_shape().num_layers; ++layer) {
       v1::MaskMap* out = report->add_mask_maps();
       out->set_layer(layer);
       out->set_rows(cells);
@@ -271,9 +273,13 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
 
 absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
     const v1::SummarizeRequest& request, BatchClock::time_point received,
-    v1::SummarizeResponse* response, Completion complete) const {
+    v1::SummarizeResponse* response, Completion complete, TokenSink on_token) const {
   ASSIGN_OR_RETURN(const ServedModel* model,
                    FindModelFor(registry_, request.model(), Task::kSummarize));
+  if (model->abstractive()) {
+    return PrepareAbstractive(*model, request, received, response, std::move(complete),
+                              std::move(on_token));
+  }
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
   RETURN_IF_ERROR(CheckOptions(request.options()));
   if (HasGenerationParams(request.generation())) {
@@ -344,24 +350,63 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
   return job;
 }
 
+absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareAbstractive(
+    const ServedModel& model, const v1::SummarizeRequest& request, BatchClock::time_point received,
+    v1::SummarizeResponse* response, Completion complete, TokenSink on_token) const {
+  RETURN_IF_ERROR(CheckBudget(model, request.budget()));
+  RETURN_IF_ERROR(CheckOptions(request.options()));
+  if (request.extractive().max_sentences() != 0 || request.extractive().has_diversity()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("extractive: model '", model.name,
+                     "' summarizes abstractively; extractive parameters apply to encoder models"));
+  }
+  ASSIGN_OR_RETURN(GenerationConfig generation, ResolveGeneration(model, request.generation()));
+  ASSIGN_OR_RETURN(PreparedInput input, Prepare(model, request.document(), limits_));
+  ASSIGN_OR_RETURN(SummarizerInput framed, FrameForSummarizer(model, input.ids, request.options()));
+  std::vector<std::vector<int32_t>> sequences = {std::move(framed.framed)};
+  ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
+                   PlanBudget(model, request.budget(), request.options(), sequences));
+
+  JobContext context{&model, received, input.tokenize_ms, framed.truncated, Lengths(sequences)};
+  // Requests with different generation settings share batches: the
+  // generator takes a config per sequence.
+  auto job = MakeJob(model, "summarize_abstractive", std::move(sequences), attention);
+  job->generation = std::make_unique<GenerationJob>();
+  job->generation->config = std::move(generation);
+  job->generation->request_id = request.options().request_id();
+  if (on_token) {
+    job->generation->on_token = StreamTextPieces(*model.tokenizer, std::move(on_token));
+  }
+  job->done = Completes(std::move(complete), [&request, response, context](
+                                                 EncodeJob& job, const EncodeResult& result) {
+    FinishCost(context, request.budget(), request.options(), job, result, response->mutable_cost());
+    FillAbstractiveSummary(*context.model, *job.generation, context.received, response);
+    return absl::OkStatus();
+  });
+  return job;
+}
+
 void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
   for (const ServedModel* model : registry_.models()) {
     v1::ModelInfo* info = response->add_models();
     info->set_name(model->name);
-    info->set_architecture(std::string(ArchitectureName(model->config.architecture)));
+    info->set_architecture(model->architecture());
     for (Task task : model->serving.tasks) {
       info->add_tasks(task == Task::kEmbed      ? v1::TASK_EMBED
                       : task == Task::kClassify ? v1::TASK_CLASSIFY
                                                 : v1::TASK_SUMMARIZE);
     }
-    info->set_attention(ToProto(model->encoder->attention().kind()));
-    info->add_available_attention(ToProto(model->encoder->attention().kind()));
-    info->set_max_position_tokens(static_cast<int32_t>(model->encoder->max_sequence_length()));
+    info->set_attention(ToProto(model->attention().kind()));
+    for (AttentionKind kind : AvailableAttention(*model)) {
+      info->add_available_attention(ToProto(kind));
+    }
+    info->set_max_position_tokens(static_cast<int32_t>(model->max_sequence_length()));
     info->set_max_document_tokens(static_cast<int32_t>(
         std::min<int64_t>(limits_.max_document_tokens, model->serving.max_document_tokens)));
-    info->set_hidden_size(model->config.hidden_size);
-    info->set_num_layers(model->config.num_layers);
-    info->set_num_heads(model->config.num_heads);
+    const EncoderShape shape = model->encoder_shape();
+    info->set_hidden_size(shape.hidden);
+    info->set_num_layers(shape.num_layers);
+    info->set_num_heads(shape.num_heads);
     if (model->head != nullptr) {
       for (const std::string& label : model->head->labels()) info->add_default_labels(label);
     } else {

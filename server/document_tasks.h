@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "docsparse/v1/docsparse.pb.h"
+#include "server/abstractive_summary.h"
 #include "server/batcher.h"
 #include "server/model_registry.h"
 #include "server/request_validation.h"
@@ -38,14 +39,25 @@ class DocumentTasks {
                                                              BatchClock::time_point received,
                                                              v1::ClassifyResponse* response,
                                                              Completion complete) const;
+  // Extractive on encoder models; abstractive on summarizers, where
+  // `on_token` (may be empty) streams the text as greedy search chooses
+  // tokens.
   absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareSummarize(const v1::SummarizeRequest& request,
                                                               BatchClock::time_point received,
                                                               v1::SummarizeResponse* response,
-                                                              Completion complete) const;
+                                                              Completion complete,
+                                                              TokenSink on_token = nullptr) const;
 
   void ListModels(v1::ListModelsResponse* response) const;
 
  private:
+  absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareAbstractive(const ServedModel& model,
+                                                                const v1::SummarizeRequest& request,
+                                                                BatchClock::time_point received,
+                                                                v1::SummarizeResponse* response,
+                                                                Completion complete,
+                                                                TokenSink on_token) const;
+
   const ModelRegistry& registry_;
   ServerLimits limits_;
 };

@@ -13,6 +13,11 @@ namespace docsparse {
 inline constexpr double kSecondsBuckets[] = {0.001, 0.002, 0.004,  0.008,  0.016,  0.032,
                                              0.064, 0.128, 0.256,  0.512,  1.024,  2.048,
                                              4.096, 8.192, 16.384, 32.768, 65.536, 131.072};
+// Decoder steps: 50 µs doubling to 3.3 s (a step over one row of a small
+// model on a CPU is well under a millisecond).
+inline constexpr double kStepSecondsBuckets[] = {0.00005, 0.0001, 0.0002, 0.0004, 0.0008, 0.0016,
+                                                 0.0032,  0.0064, 0.0128, 0.0256, 0.0512, 0.1024,
+                                                 0.2048,  0.4096, 0.8192, 1.6384, 3.2768};
 inline constexpr double kTokenBuckets[] = {16,   32,   64,   128,   256,   512,   1024,
                                            2048, 4096, 8192, 16384, 32768, 65536, 131072};
 inline constexpr double kBatchBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
@@ -27,6 +32,7 @@ namespace {
 constexpr size_t kTaskCount = 5;
 constexpr size_t kCodeCount = 17;  // grpc::StatusCode OK (0) .. UNAUTHENTICATED (16)
 constexpr size_t kDropReasonCount = 3;
+constexpr size_t kGenerationStopCount = 2;
 // v1::AttentionKind without UNSPECIFIED: index = kind - 1.
 constexpr std::array<std::string_view, 9> kAttentionNames = {
     "dense", "lsg", "sbm", "longformer", "bigbird", "sparse_transformer", "star", "lsh", "routing"};
@@ -39,6 +45,8 @@ constexpr std::array<MetricTask, kTaskCount> kTasks = {
     MetricTask::kInfer};
 constexpr std::array<DropReason, kDropReasonCount> kDropReasons = {
     DropReason::kDeadline, DropReason::kCancelled, DropReason::kQueueFull};
+constexpr std::array<GenerationStop, kGenerationStopCount> kGenerationStops = {
+    GenerationStop::kClientCancelled, GenerationStop::kDeadline};
 
 size_t CodeIndex(grpc::StatusCode code) {
   const int value = static_cast<int>(code);
@@ -85,6 +93,8 @@ struct TaskSeries {
   FloatCounter dense_equivalent_flops;
   Counter budget_unmet;
   std::array<AttentionSeries, kAttentionCount> attention;
+  Counter generated_tokens;
+  Histogram<kSecondsBuckets> time_to_first_token;
 };
 
 struct ModelSeries {
@@ -94,6 +104,8 @@ struct ModelSeries {
   Gauge queue_depth;
   Gauge inflight;
   std::array<Counter, kDropReasonCount> dropped;
+  Histogram<kStepSecondsBuckets> decode_step;
+  std::array<Counter, kGenerationStopCount> generation_stopped;
 };
 
 }  // namespace metrics_internal
@@ -122,6 +134,16 @@ std::string_view DropReasonName(DropReason reason) {
       return "cancelled";
     case DropReason::kQueueFull:
       return "queue_full";
+  }
+  return "unknown";
+}
+
+std::string_view GenerationStopName(GenerationStop stop) {
+  switch (stop) {
+    case GenerationStop::kClientCancelled:
+      return "client";
+    case GenerationStop::kDeadline:
+      return "deadline";
   }
   return "unknown";
 }
@@ -158,6 +180,10 @@ void ModelMetrics::ObserveRequest(const RequestObservation& observation) {
   task.dense_equivalent_flops.Add(cost->dense_equivalent_flops());
   task.request_flops.Observe(cost->total_flops());
   if (!cost->budget_met()) task.budget_unmet.Increment();
+  if (cost->generated_tokens() > 0) {
+    task.generated_tokens.Increment(static_cast<uint64_t>(cost->generated_tokens()));
+    task.time_to_first_token.Observe(cost->timings().time_to_first_token_ms() / 1e3);
+  }
 }
 
 void ModelMetrics::ObserveBatch(int size) {
@@ -173,6 +199,12 @@ void ModelMetrics::AddInflight(int delta) {
 
 void ModelMetrics::CountDropped(DropReason reason) {
   series_->dropped[static_cast<size_t>(reason)].Increment();
+}
+
+void ModelMetrics::ObserveDecodeStep(double seconds) { series_->decode_step.Observe(seconds); }
+
+void ModelMetrics::CountGenerationStopped(GenerationStop stop) {
+  series_->generation_stopped[static_cast<size_t>(stop)].Increment();
 }
 
 // ---- Rendering ----
@@ -198,6 +230,10 @@ enum class Family {
   kRequestFlops,
   kBudgetUnmet,
   kDropped,
+  kGeneratedTokens,
+  kTimeToFirstToken,
+  kDecodeStep,
+  kGenerationCancelled,
   kModelLoad,
 };
 
@@ -237,6 +273,14 @@ constexpr FamilyInfo kFamilies[] = {
     {Family::kDropped, "docsparse_dropped_requests_total", "counter",
      "Requests answered without running the model: deadline passed, client cancelled, or "
      "queue full."},
+    {Family::kGeneratedTokens, "docsparse_generated_tokens_total", "counter",
+     "Tokens generated for answered abstractive summaries."},
+    {Family::kTimeToFirstToken, "docsparse_time_to_first_token_seconds", "histogram",
+     "Time from an abstractive summary request's arrival to its first generated token."},
+    {Family::kDecodeStep, "docsparse_decode_step_seconds", "histogram",
+     "Time of one decoder step over all the sequences decoding together."},
+    {Family::kGenerationCancelled, "docsparse_generation_cancelled_total", "counter",
+     "Requests whose decoding stopped early: the client cancelled or the deadline passed."},
     {Family::kModelLoad, "docsparse_model_load_seconds", "gauge",
      "Time it took to load the model."},
 };
@@ -323,6 +367,22 @@ void AppendModelFamily(Family family, std::string_view name, const std::string& 
       for (DropReason reason : kDropReasons) {
         AppendSample(name, LabelList({model_label, Label("reason", DropReasonName(reason))}),
                      series.dropped[static_cast<size_t>(reason)].value(), out);
+      }
+      return;
+    case Family::kGeneratedTokens:
+      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
+        AppendSample(name, labels, task.generated_tokens.value(), out);
+      });
+    case Family::kTimeToFirstToken:
+      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
+        AppendHistogram(name, labels, task.time_to_first_token.Read(), out);
+      });
+    case Family::kDecodeStep:
+      return AppendHistogram(name, model_label, series.decode_step.Read(), out);
+    case Family::kGenerationCancelled:
+      for (GenerationStop stop : kGenerationStops) {
+        AppendSample(name, LabelList({model_label, Label("reason", GenerationStopName(stop))}),
+                     series.generation_stopped[static_cast<size_t>(stop)].value(), out);
       }
       return;
     case Family::kModelLoad:

@@ -37,6 +37,11 @@ enum class MetricTask { kEmbed, kClassify, kSummarize, kSummarizeStream, kInfer 
 std::string_view MetricTaskName(MetricTask task);    // "embed", ..., "infer"
 std::string_view DropReasonName(DropReason reason);  // "deadline", "cancelled", "queue_full"
 
+// Why decoding stopped before a request's summary was finished (the
+// "reason" label of generation_cancelled_total).
+enum class GenerationStop { kClientCancelled, kDeadline };
+std::string_view GenerationStopName(GenerationStop stop);  // "client", "deadline"
+
 // One finished request (answered with any status).
 struct RequestObservation {
   // A duration below zero was not measured and is not observed, e.g. the
@@ -51,7 +56,9 @@ struct RequestObservation {
   // The response's cost report; read only when `code` is OK, may be null.
   // Gives input_tokens, mask_density (by cost->attention(); UNSPECIFIED means
   // the model's configured attention), the FLOP counters, request_flops and
-  // budget_unmet_total (when !cost->budget_met()).
+  // budget_unmet_total (when !cost->budget_met()); for abstractive summaries
+  // (cost->generated_tokens() > 0) also generated_tokens_total and
+  // time_to_first_token_seconds.
   const v1::CostReport* cost = nullptr;
 };
 
@@ -81,6 +88,11 @@ class ModelMetrics {
   // dropped_requests_total. The request is still counted by ObserveRequest
   // with the status it was answered with.
   void CountDropped(DropReason reason);
+  // decode_step_seconds: one decoder step over all rows decoding together.
+  void ObserveDecodeStep(double seconds);
+  // generation_cancelled_total: a request's decoding stopped early (it is
+  // also counted by ObserveRequest with the status it was answered with).
+  void CountGenerationStopped(GenerationStop stop);
 
   const std::string& model() const { return model_; }
 

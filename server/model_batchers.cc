@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "server/summarizer_batch_runner.h"
+
 namespace docsparse {
 
 ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
@@ -23,8 +25,23 @@ ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
       };
       hooks.on_drop = [handle](DropReason reason) { handle->CountDropped(reason); };
     }
+    std::unique_ptr<BatchRunner> runner;
+    if (model->abstractive()) {
+      SummarizerHooks summarizer;
+      if (handle != nullptr) {
+        summarizer.on_decode_step = [handle](double seconds) {
+          handle->ObserveDecodeStep(seconds);
+        };
+        summarizer.on_generation_stopped = [handle](GenerationStop stop) {
+          handle->CountGenerationStopped(stop);
+        };
+      }
+      runner = std::make_unique<SummarizerBatchRunner>(*model->seq2seq, std::move(summarizer));
+    } else {
+      runner = std::make_unique<EncoderBatchRunner>(*model->text);
+    }
     batchers_.emplace(model->name,
-                      std::make_unique<Batcher>(*model->text, limits,
+                      std::make_unique<Batcher>(std::move(runner), limits,
                                                 std::min<size_t>(max_queue, config.max_queue_size),
                                                 std::move(hooks)));
   }

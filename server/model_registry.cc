@@ -4,14 +4,18 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "model/attention_switch.h"
 #include "model/lsg_attention.h"
 #include "model/sbm_attention.h"
+#include "model/tokenizer_loader.h"
 #include "model/wordpiece_tokenizer.h"
+#include "nlohmann/json.hpp"
 
 namespace docsparse {
 
@@ -49,11 +53,10 @@ absl::StatusOr<at::Tensor> LabelEmbeddingCache::Rows(const std::vector<std::stri
 
 namespace {
 
-// The planner docsparse.json asks for, if the checkpoint can run it. Sets
-// `sbm_clusters` for an SBM model.
-absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
-    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config,
-    int* sbm_clusters) {
+// The planner docsparse.json asks for, if the checkpoint can run it; null
+// for SBM, whose parameters MakeServingAttention loads.
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeNativeAttention(
+    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config) {
   if (choice.kind == "dense" || (choice.kind == "native" && !config.lsg.has_value())) {
     return MakeDenseAttention();
   }
@@ -66,19 +69,143 @@ absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
     }
     return MakeLsgAttention(*config.lsg);
   }
-  if (choice.kind == "sbm") {
+  if (choice.kind == "sbm") return nullptr;  // MakeServingAttention loads the parameters
+  return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
+                                                 choice.kind, "\" is not served yet"));
+}
+
+// The model's own mechanism (docsparse.json attention.kind) and the ones a
+// request may ask for instead (budget.attention): dense always, since every
+// checkpoint has what it needs; SBM when sbm.safetensors is in the folder.
+// Sets `sbm_clusters` when SBM parameters are loaded.
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
+    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config,
+    int* sbm_clusters) {
+  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> native,
+                   MakeNativeAttention(path, choice, config));
+  std::unique_ptr<AttentionMechanism> sbm;
+  if (native == nullptr ||
+      std::filesystem::exists(std::filesystem::path(path) / SbmParameters::kFileName)) {
     const EncoderShape shape{config.num_layers, config.num_heads, config.head_dim(),
                              config.hidden_size, config.intermediate_size};
     ASSIGN_OR_RETURN(std::shared_ptr<const SbmParameters> parameters,
                      SbmParameters::LoadFromModelDir(path, shape));
     *sbm_clusters = parameters->num_clusters();
-    return MakeSbmAttention(std::move(parameters));
+    sbm = MakeSbmAttention(std::move(parameters));
   }
-  return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
-                                                 choice.kind, "\" is not served yet"));
+  if (native == nullptr) native = std::move(sbm);
+  std::map<AttentionKind, std::unique_ptr<AttentionMechanism>> alternatives;
+  if (native->kind() != AttentionKind::kDense) {
+    alternatives[AttentionKind::kDense] = MakeDenseAttention();
+  }
+  if (sbm != nullptr) alternatives[AttentionKind::kSbm] = std::move(sbm);
+  return MakeSwitchingAttention(std::move(native), std::move(alternatives));
 }
 
 }  // namespace
+
+namespace {
+
+// The encoder attention of a summarizer; null is the checkpoint's native one
+// (LSG for an LSG-BART, else dense), which Seq2SeqModel picks itself.
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeSummarizerAttention(
+    const std::string& path, const AttentionChoice& choice, const BartConfig& config) {
+  if (choice.kind == "native") return std::unique_ptr<AttentionMechanism>();
+  if (choice.kind == "dense") return MakeDenseAttention();
+  if (choice.kind == "lsg") {
+    if (!config.lsg.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path,
+          "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint (config.json with LSG "
+          "fields; make one with docsparse-convert lsg)"));
+    }
+    return MakeLsgAttention(*config.lsg);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, "/docsparse.json: attention.kind \"", choice.kind, "\" is not served for ",
+      std::string(Seq2SeqArchitectureName(config.architecture)), " models (native, dense or lsg)"));
+}
+
+// A BART / Pegasus / LSG-BART folder: the encoder-decoder, its tokenizer
+// (byte-level BPE or SentencePiece) and its generation defaults.
+absl::Status LoadSummarizer(ServedModel* model) {
+  const std::string& path = model->path;
+  for (Task task : model->serving.tasks) {
+    if (task != Task::kSummarize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, "/docsparse.json: tasks: \"", std::string(TaskName(task)),
+                       "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
+    }
+  }
+  ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
+  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
+                   MakeSummarizerAttention(path, model->serving.attention, config));
+  ASSIGN_OR_RETURN(model->seq2seq, Seq2SeqModel::Create(path, config, std::move(attention)));
+  ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(path));
+  ASSIGN_OR_RETURN(const GenerationConfig generation, LoadGenerationConfig(path));
+  // The model's own values must fit its decoder too.
+  const int limit = static_cast<int>(
+      std::min<int64_t>(model->seq2seq->max_decoder_length(), kMaxGenerationLength));
+  absl::StatusOr<GenerationConfig> checked = ApplyGenerationOverrides(generation, {}, limit);
+  if (!checked.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, "/generation_config.json: ", checked.status().message()));
+  }
+  model->generation = *std::move(checked);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ServedModel::architecture() const {
+  return std::string(abstractive() ? Seq2SeqArchitectureName(seq2seq->config().architecture)
+                                   : ArchitectureName(config.architecture));
+}
+
+const AttentionMechanism& ServedModel::attention() const {
+  return abstractive() ? seq2seq->encoder().attention() : encoder->attention();
+}
+
+EncoderShape ServedModel::encoder_shape() const {
+  return abstractive() ? seq2seq->encoder().shape() : encoder->shape();
+}
+
+const std::optional<LsgConfig>& ServedModel::lsg() const {
+  return abstractive() ? seq2seq->config().lsg : config.lsg;
+}
+
+int ServedModel::vocab_size() const {
+  return abstractive() ? seq2seq->config().vocab_size : config.vocab_size;
+}
+
+int64_t ServedModel::max_sequence_length() const {
+  return abstractive() ? seq2seq->config().max_position_embeddings : encoder->max_sequence_length();
+}
+
+absl::Status WarmUp(const ServedModel& model) {
+  CostAccount cost(model.encoder_shape());
+  if (!model.abstractive()) {
+    return model.text->EmbedTexts({"docsparse warm-up"}, PoolingMode::kMean, true, &cost).status();
+  }
+  c10::InferenceMode inference_mode;
+  EncoderBatch batch;
+  batch.sequences.push_back(
+      model.tokenizer->Frame(model.tokenizer->Encode("docsparse warm-up"),
+                             static_cast<size_t>(model.max_sequence_length())));
+  ASSIGN_OR_RETURN(const Seq2SeqEncoding encoding, model.seq2seq->Encode(batch, {&cost}));
+  ASSIGN_OR_RETURN(std::unique_ptr<DecoderStepper> stepper,
+                   model.seq2seq->StartDecoding(encoding, 1));
+  return stepper->Step(at::full({1}, model.generation.decoder_start_token_id, at::kLong)).status();
+}
+
+bool IsSeq2SeqCheckpoint(const std::string& path) {
+  std::ifstream in(path + "/config.json");
+  if (!in) return false;
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return false;
+  const auto type = config.find("model_type");
+  return type != config.end() && type->is_string() && (*type == "bart" || *type == "pegasus");
+}
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
                                                              const std::string& path) {
@@ -87,6 +214,12 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   model->name = name;
   model->path = path;
   ASSIGN_OR_RETURN(model->serving, LoadServingConfig(path + "/docsparse.json"));
+  if (IsSeq2SeqCheckpoint(path)) {
+    RETURN_IF_ERROR(LoadSummarizer(model.get()));
+    model->load_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return model;
+  }
   ASSIGN_OR_RETURN(model->config, LoadEncoderConfig(path + "/config.json"));
   ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
                    WordPieceTokenizer::FromModelDir(path));

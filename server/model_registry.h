@@ -16,7 +16,9 @@
 #include "model/classification_head.h"
 #include "model/cost_model.h"
 #include "model/encoder.h"
+#include "model/generation_config.h"
 #include "model/hf_config.h"
+#include "model/seq2seq_model.h"
 #include "model/serving_config.h"
 #include "model/text_encoder.h"
 #include "model/tokenizer.h"
@@ -46,10 +48,16 @@ class LabelEmbeddingCache {
   std::map<std::string, at::Tensor> embeddings_ ABSL_GUARDED_BY(mu_);
 };
 
+// One loaded model: an encoder (BERT family: embeddings, classification,
+// extractive summaries) or an encoder-decoder summarizer (BART, Pegasus,
+// LSG-BART: abstractive summaries only). The accessors below answer for
+// either kind, from whichever encoder it has.
 struct ServedModel {
   std::string name;
   std::string path;
   ServingConfig serving;
+  // Encoder models only (unset for summarizers): config, encoder, text,
+  // labels, head.
   EncoderConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Encoder> encoder;
@@ -59,7 +67,23 @@ struct ServedModel {
   std::unique_ptr<ClassificationHead> head;
   // SBM models: clusters per head (sbm.safetensors), for FLOP budgets.
   int sbm_clusters = 0;
+  // Summarizers only: the encoder-decoder, and generation_config.json's
+  // defaults (checked against the decoder's length) that requests override.
+  std::unique_ptr<Seq2SeqModel> seq2seq;
+  GenerationConfig generation;
   double load_seconds = 0;
+
+  bool abstractive() const { return seq2seq != nullptr; }
+  // "bert", "roberta", "distilbert", "bart", "pegasus".
+  std::string architecture() const;
+  // The encoder's attention, shape and LSG settings (requests' budgets plan
+  // against them).
+  const AttentionMechanism& attention() const;
+  EncoderShape encoder_shape() const;
+  const std::optional<LsgConfig>& lsg() const;
+  int vocab_size() const;
+  // Longest encoder input, special tokens included.
+  int64_t max_sequence_length() const;
 };
 
 class ModelRegistry {
@@ -78,6 +102,16 @@ class ModelRegistry {
   std::map<std::string, std::unique_ptr<ServedModel>> models_;
   const ServedModel* default_model_ = nullptr;
 };
+
+// Whether `path`/config.json describes an encoder-decoder (model_type "bart"
+// or "pegasus", LSG-BART included); false when it is missing or unreadable
+// (the encoder loader then says what is wrong).
+bool IsSeq2SeqCheckpoint(const std::string& path);
+
+// One forward pass through the model (for a summarizer: the encoder and one
+// decoder step), so that the first request does not pay for first-use
+// allocations.
+absl::Status WarmUp(const ServedModel& model);
 
 // Loads one model folder.
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,

@@ -2,15 +2,19 @@
 
 #include <chrono>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "model/attention_switch.h"
 #include "model/lsg_attention.h"
 #include "model/lsg_budget.h"
 #include "model/sbm_attention.h"
 #include "model/unicode_text.h"
+#include "server/cost_report.h"
 
 namespace docsparse {
 
@@ -32,10 +36,10 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
                                                          token_limit, " tokens"));
       }
       for (int i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || ids[i] >= model.config.vocab_size) {
+        if (ids[i] < 0 || ids[i] >= model.vocab_size()) {
           return absl::InvalidArgumentError(
               absl::StrCat("document.token_ids.ids[", i, "]: ", ids[i],
-                           " is outside the vocabulary [0, ", model.config.vocab_size, ")"));
+                           " is outside the vocabulary [0, ", model.vocab_size(), ")"));
         }
       }
       input.ids.assign(ids.begin(), ids.end());
@@ -76,12 +80,22 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
 
 namespace {
 
-bool RunsLsg(const ServedModel& model) {
-  return model.encoder->attention().kind() == AttentionKind::kLsg && model.config.lsg.has_value();
+// What a request with `options` runs: the budget's override, else the
+// model's own mechanism.
+bool RunsLsg(const ServedModel& model, const ItemAttentionOptions& options) {
+  return ServedAttentionKind(model, options) == AttentionKind::kLsg && model.lsg().has_value();
 }
 
-bool RunsSbm(const ServedModel& model) {
-  return model.encoder->attention().kind() == AttentionKind::kSbm;
+bool RunsSbm(const ServedModel& model, const ItemAttentionOptions& options) {
+  return ServedAttentionKind(model, options) == AttentionKind::kSbm;
+}
+
+// The options of a request that asks for `kind`: unset when that is the
+// model's own, so such requests batch as they always did.
+ItemAttentionOptions OptionsFor(const ServedModel& model, AttentionKind kind) {
+  ItemAttentionOptions options;
+  if (kind != model.attention().kind()) options.kind = kind;
+  return options;
 }
 
 std::vector<int64_t> TokenCounts(const std::vector<std::vector<int32_t>>& sequences) {
@@ -92,23 +106,40 @@ std::vector<int64_t> TokenCounts(const std::vector<std::vector<int32_t>>& sequen
 
 }  // namespace
 
-absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget) {
-  const v1::AttentionKind own = RunsSbm(model)   ? v1::ATTENTION_KIND_SBM
-                                : RunsLsg(model) ? v1::ATTENTION_KIND_LSG
-                                                 : v1::ATTENTION_KIND_DENSE;
-  if (budget.attention() != v1::ATTENTION_KIND_UNSPECIFIED && budget.attention() != own) {
-    const std::string& name = v1::AttentionKind_Name(budget.attention());
-    return absl::InvalidArgumentError(
-        absl::StrCat("budget.attention: model '", model.name, "' has no parameters for ",
-                     name.empty() ? absl::StrCat("unknown kind ", budget.attention()) : name,
-                     " (available: ", v1::AttentionKind_Name(own), ")"));
+AttentionKind ServedAttentionKind(const ServedModel& model, const ItemAttentionOptions& options) {
+  return options.kind.value_or(model.attention().kind());
+}
+
+std::vector<AttentionKind> AvailableAttention(const ServedModel& model) {
+  return AvailableAttentionKinds(model.attention());
+}
+
+absl::StatusOr<AttentionKind> RequestedAttention(const ServedModel& model,
+                                                 const v1::SparsityBudget& budget) {
+  const std::vector<AttentionKind> available = AvailableAttention(model);
+  if (budget.attention() == v1::ATTENTION_KIND_UNSPECIFIED) return available.front();
+  for (AttentionKind kind : available) {
+    if (ToProto(kind) == budget.attention()) return kind;
   }
+  std::vector<std::string> names;
+  for (AttentionKind kind : available) names.push_back(v1::AttentionKind_Name(ToProto(kind)));
+  const std::string& name = v1::AttentionKind_Name(budget.attention());
+  return absl::InvalidArgumentError(
+      absl::StrCat("budget.attention: model '", model.name, "' has no parameters for ",
+                   name.empty() ? absl::StrCat("unknown kind ", budget.attention()) : name,
+                   " (available: ", absl::StrJoin(names, ", "), ")"));
+}
+
+absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget) {
+  ASSIGN_OR_RETURN(const AttentionKind kind, RequestedAttention(model, budget));
+  const ItemAttentionOptions runs = OptionsFor(model, kind);
   switch (budget.cap_case()) {
     case v1::SparsityBudget::kMaxDensity:
       if (!(budget.max_density() > 0 && budget.max_density() <= 1)) {
         return absl::InvalidArgumentError("budget.max_density: must be in (0, 1]");
       }
-      if (!RunsLsg(model) && !RunsSbm(model) && budget.strict() && budget.max_density() < 1) {
+      if (!RunsLsg(model, runs) && !RunsSbm(model, runs) && budget.strict() &&
+          budget.max_density() < 1) {
         return absl::InvalidArgumentError(absl::StrCat("budget.max_density: ", budget.max_density(),
                                                        " is below the minimum 1 for model '",
                                                        model.name, "' (dense attention)"));
@@ -120,7 +151,7 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
       }
       break;
     case v1::SparsityBudget::kEdgeRegularization:
-      if (RunsSbm(model)) {
+      if (RunsSbm(model, runs)) {
         if (!std::isfinite(budget.edge_regularization())) {
           return absl::InvalidArgumentError("budget.edge_regularization: must be finite");
         }
@@ -128,7 +159,7 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
       }
       return absl::InvalidArgumentError(
           absl::StrCat("budget.edge_regularization: applies to SBM attention; model '", model.name,
-                       "' runs ", RunsLsg(model) ? "lsg" : "dense", " attention"));
+                       "' runs ", RunsLsg(model, runs) ? "lsg" : "dense", " attention"));
     case v1::SparsityBudget::CAP_NOT_SET:
       break;
   }
@@ -137,14 +168,14 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
 
 double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
                              const std::vector<std::vector<int32_t>>& sequences) {
-  const EncoderShape shape = model.encoder->shape();
+  const EncoderShape shape = model.encoder_shape();
   double flops = 0;
   for (const auto& sequence : sequences) {
     const int64_t tokens = static_cast<int64_t>(sequence.size());
-    if (RunsSbm(model) && options.target_density > 0) {
+    if (RunsSbm(model, options) && options.target_density > 0) {
       flops += DenseAttentionFlops(tokens, shape) * shape.num_layers * options.target_density;
-    } else if (RunsLsg(model)) {
-      const LsgConfig config = ApplyLsgKnobs(*model.config.lsg, options);
+    } else if (RunsLsg(model, options)) {
+      const LsgConfig config = ApplyLsgKnobs(*model.lsg(), options);
       flops += 4.0 * shape.head_dim *
                static_cast<double>(LsgPlannedEdges(config, tokens, shape.num_heads)) *
                shape.num_layers;
@@ -158,10 +189,21 @@ double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOption
 absl::StatusOr<ItemAttentionOptions> PlanBudget(
     const ServedModel& model, const v1::SparsityBudget& budget,
     const v1::RequestOptions& request_options, const std::vector<std::vector<int32_t>>& sequences) {
-  if (RunsSbm(model)) {
-    ItemAttentionOptions options;
-    options.seed =
-        budget.has_seed() ? budget.seed() : SbmSeedFromRequestId(request_options.request_id());
+  ASSIGN_OR_RETURN(const AttentionKind kind, RequestedAttention(model, budget));
+  const ItemAttentionOptions runs = OptionsFor(model, kind);
+  if (RunsSbm(model, runs)) {
+    ItemAttentionOptions options = runs;
+    // No seed and no request id: a fresh seed, so that repeated anonymous
+    // requests do not all draw the same edges; the cost report's knobs.seed
+    // says which one ran.
+    if (budget.has_seed()) {
+      options.seed = budget.seed();
+    } else if (!request_options.request_id().empty()) {
+      options.seed = SbmSeedFromRequestId(request_options.request_id());
+    } else {
+      std::random_device entropy;
+      options.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+    }
     switch (budget.cap_case()) {
       case v1::SparsityBudget::kMaxDensity:
         options.target_density = budget.max_density();
@@ -172,9 +214,8 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
       case v1::SparsityBudget::kMaxAttentionGflops: {
         int64_t tokens = 0;
         for (const auto& sequence : sequences) tokens += static_cast<int64_t>(sequence.size());
-        options.target_density =
-            SbmTargetDensityForAttentionFlops(budget.max_attention_gflops() * 1e9, tokens,
-                                              model.encoder->shape(), model.sbm_clusters);
+        options.target_density = SbmTargetDensityForAttentionFlops(
+            budget.max_attention_gflops() * 1e9, tokens, model.encoder_shape(), model.sbm_clusters);
         if (options.target_density <= 0) {
           if (budget.strict()) {
             return absl::InvalidArgumentError(
@@ -191,7 +232,7 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
     }
     return options;
   }
-  if (RunsLsg(model)) {
+  if (RunsLsg(model, runs)) {
     LsgCap cap;
     if (budget.cap_case() == v1::SparsityBudget::kMaxDensity)
       cap.max_density = budget.max_density();
@@ -199,7 +240,7 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
       cap.max_attention_gflops = budget.max_attention_gflops();
     }
     const LsgKnobChoice choice =
-        ChooseLsgKnobs(*model.config.lsg, TokenCounts(sequences), model.encoder->shape(), cap);
+        ChooseLsgKnobs(*model.lsg(), TokenCounts(sequences), model.encoder_shape(), cap);
     if (!choice.fits && budget.strict()) {
       const bool density = cap.max_density.has_value();
       return absl::InvalidArgumentError(absl::StrCat(
@@ -209,17 +250,34 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
           density ? "" : " GFLOP", " for this document on model '", model.name,
           "' (lsg: the cheapest block / sparse block / sparsity factor on its lattice)"));
     }
-    return choice.options;
+    ItemAttentionOptions options = choice.options;
+    options.kind = runs.kind;
+    return options;
   }
   if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops && budget.strict()) {
-    const double gflops = PlannedAttentionFlops(model, {}, sequences) / 1e9;
+    const double gflops = PlannedAttentionFlops(model, runs, sequences) / 1e9;
     if (gflops > budget.max_attention_gflops()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "budget.max_attention_gflops: ", budget.max_attention_gflops(), " is below the minimum ",
           gflops, " GFLOP for this document on model '", model.name, "' (dense attention)"));
     }
   }
-  return ItemAttentionOptions{};
+  return runs;
+}
+
+void FillAttentionKnobs(const ServedModel& model, const ItemAttentionOptions& options,
+                        v1::AttentionKnobs* knobs) {
+  if (RunsLsg(model, options)) {
+    const LsgConfig config = ApplyLsgKnobs(*model.config.lsg, options);
+    knobs->set_block_size(config.block_size);
+    knobs->set_sparse_block_size(config.sparse_block_size);
+    knobs->set_sparsity_factor(config.sparsity_factor);
+    knobs->set_sparsity_type(std::string(LsgSparsityName(config.sparsity_type)));
+    knobs->set_num_global_tokens(config.num_global_tokens);
+  } else if (RunsSbm(model, options)) {
+    knobs->set_edge_regularization(options.edge_regularization);
+    knobs->set_seed(options.seed);
+  }
 }
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost) {

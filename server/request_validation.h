@@ -37,14 +37,29 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
 absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
                                                 const std::string& name, Task task);
 
-// Validates the budget's fields against the model's planner (dense or LSG).
+// What a request planned with `options` runs: options.kind (a budget's
+// override), else the model's own mechanism.
+AttentionKind ServedAttentionKind(const ServedModel& model, const ItemAttentionOptions& options);
+
+// The mechanisms the model can run a request with, its own first.
+std::vector<AttentionKind> AvailableAttention(const ServedModel& model);
+
+// budget.attention resolved against what the model has: its own kind when
+// unset; INVALID_ARGUMENT naming budget.attention and the available kinds
+// when the model has no parameters for it.
+absl::StatusOr<AttentionKind> RequestedAttention(const ServedModel& model,
+                                                 const v1::SparsityBudget& budget);
+
+// Validates the budget's fields against the planner the request will run
+// (the model's own, or budget.attention).
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget);
 
 // Plans the request's attention under its budget before anything runs: for
 // LSG, the knobs from the lattice around the native config
 // (model/lsg_budget.h); for SBM, the density target the planner solves β
 // for, or the explicit β, and the sampling seed (the budget's, else derived
-// from options.request_id); for dense, nothing to choose. A cap below the
+// from options.request_id); for dense, nothing to choose. The result's kind
+// is set when budget.attention overrides the model's own. A cap below the
 // cheapest plan runs that plan (budget_met comes out false), unless `strict`,
 // which is INVALID_ARGUMENT naming the minimum.
 absl::StatusOr<ItemAttentionOptions> PlanBudget(const ServedModel& model,
@@ -56,6 +71,12 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(const ServedModel& model,
 // `options`: what the batch former prices.
 double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
                              const std::vector<std::vector<int32_t>>& sequences);
+
+// The knobs the planner ran with (CostReport.knobs): LSG's block, sparse
+// block, sparsity factor and type, global tokens; SBM's β and seed (β is 0
+// when a density target had it solved per layer).
+void FillAttentionKnobs(const ServedModel& model, const ItemAttentionOptions& options,
+                        v1::AttentionKnobs* knobs);
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost);
 

@@ -145,11 +145,10 @@ int Serve() {
 
   // Warm-up: one forward pass per model before reporting SERVING.
   for (const ServedModel* model : (*registry)->models()) {
-    CostAccount cost(model->encoder->shape());
-    auto warm = model->text->EmbedTexts({"docsparse warm-up"}, PoolingMode::kMean, true, &cost);
+    const absl::Status warm = WarmUp(*model);
     if (!warm.ok()) {
-      std::cerr << "docsparse-server: warm-up of '" << model->name
-                << "' failed: " << warm.status().message() << "\n";
+      std::cerr << "docsparse-server: warm-up of '" << model->name << "' failed: " << warm.message()
+                << "\n";
       return 1;
     }
   }

@@ -53,6 +53,10 @@ const std::vector<std::string> kFamilyQueries = {
     "docsparse_request_flops_count",
     "docsparse_budget_unmet_total",
     "docsparse_dropped_requests_total",
+    "docsparse_generated_tokens_total",
+    "docsparse_time_to_first_token_seconds_count",
+    "docsparse_decode_step_seconds_count",
+    "docsparse_generation_cancelled_total",
     "docsparse_model_load_seconds",
 };
 

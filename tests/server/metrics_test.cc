@@ -34,6 +34,10 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
     {"docsparse_request_flops", "histogram"},
     {"docsparse_budget_unmet_total", "counter"},
     {"docsparse_dropped_requests_total", "counter"},
+    {"docsparse_generated_tokens_total", "counter"},
+    {"docsparse_time_to_first_token_seconds", "histogram"},
+    {"docsparse_decode_step_seconds", "histogram"},
+    {"docsparse_generation_cancelled_total", "counter"},
     {"docsparse_model_load_seconds", "gauge"},
 };
 
@@ -173,6 +177,52 @@ TEST(MetricsTest, BucketBoundsAreInclusiveAndCountsCumulative) {
   EXPECT_EQ(exposition.Value(R"(docsparse_queue_duration_seconds_count{model="m"})"), 0);
   EXPECT_EQ(exposition.Value(R"(docsparse_inference_duration_seconds_count{)" + labels + "}"), 0);
   EXPECT_EQ(exposition.Value(R"(docsparse_requests_total{)" + labels + R"(,code="OK"})"), 5);
+}
+
+// Abstractive summaries: tokens and time to first token come from the cost
+// report; decoder steps and early stops are counted by the generating batch.
+TEST(MetricsTest, GenerationFamilies) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("bart", "dense", 0);
+  v1::CostReport cost = Cost(v1::ATTENTION_KIND_DENSE, 1.0, true);
+  cost.set_generated_tokens(17);
+  cost.mutable_timings()->set_time_to_first_token_ms(30);
+  RequestObservation observation;
+  observation.task = MetricTask::kSummarizeStream;
+  observation.cost = &cost;
+  model.ObserveRequest(observation);
+  model.ObserveRequest(observation);
+  // An extractive summary generates nothing and has no first token.
+  const v1::CostReport extractive = Cost(v1::ATTENTION_KIND_DENSE, 1.0, true);
+  observation.cost = &extractive;
+  model.ObserveRequest(observation);
+  model.ObserveDecodeStep(0.0003);
+  model.ObserveDecodeStep(0.002);
+  model.CountGenerationStopped(GenerationStop::kClientCancelled);
+  model.CountGenerationStopped(GenerationStop::kClientCancelled);
+  model.CountGenerationStopped(GenerationStop::kDeadline);
+  const Exposition exposition = Render(metrics);
+  const std::string labels = R"(model="bart",task="summarize_stream")";
+  EXPECT_EQ(exposition.Value("docsparse_generated_tokens_total{" + labels + "}"), 34);
+  EXPECT_EQ(exposition.Value(R"(docsparse_generated_tokens_total{model="bart",task="summarize"})"),
+            0);
+  EXPECT_EQ(exposition.Value("docsparse_time_to_first_token_seconds_count{" + labels + "}"), 2);
+  EXPECT_EQ(
+      exposition.Value("docsparse_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.032\"}"),
+      2);
+  EXPECT_EQ(
+      exposition.Value("docsparse_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.016\"}"),
+      0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_count{model="bart"})"), 2);
+  // 0.0004 renders as 4e-04 (the shortest round-trip form).
+  EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_bucket{model="bart",le=")" +
+                             FormatNumber(0.0004) + "\"}"),
+            1);
+  EXPECT_EQ(
+      exposition.Value(R"(docsparse_generation_cancelled_total{model="bart",reason="client"})"), 2);
+  EXPECT_EQ(
+      exposition.Value(R"(docsparse_generation_cancelled_total{model="bart",reason="deadline"})"),
+      1);
 }
 
 TEST(MetricsTest, BatchAndTokenBucketsArePowersOfTwo) {
