@@ -248,7 +248,8 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
   return absl::OkStatus();
 }
 
-// The LSG fields of LSGBartConfig.
+// The LSG fields of LSGBartConfig and LSGPegasusConfig (the same fields, the
+// same fix-up).
 absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig& config) {
   constexpr std::string_view kLsgKeys[] = {"block_size",
                                            "sparse_block_size",
@@ -269,14 +270,6 @@ absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig&
     }
   }
   if (!is_lsg) return absl::OkStatus();
-  if (config.architecture != Seq2SeqArchitecture::kBart) {
-    for (std::string_view key : kLsgKeys) {
-      if (object.contains(key)) {
-        return reader.Error(key, "LSG is supported for model_type bart only");
-      }
-    }
-    return reader.Error("architectures", "LSG is supported for model_type bart only");
-  }
   if (const json* prefix = reader.Find("base_model_prefix")) {
     ASSIGN_OR_RETURN(const std::string value, reader.String("base_model_prefix", *prefix));
     if (value != "lsg") {
@@ -316,7 +309,7 @@ absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig&
       lsg.sparsity_type = *parsed;
     }
   }
-  // LSGBartConfig.__init__: mask_first_token needs pool_with_global.
+  // LSG{Bart,Pegasus}Config.__init__: mask_first_token needs pool_with_global.
   if (lsg.mask_first_token) lsg.pool_with_global = true;
   RETURN_IF_ERROR(ValidateLsgConfig(lsg, reader.source()));
   reader.Find("auto_map");  // the reference's remote-code map; we have our own code

@@ -1,6 +1,6 @@
 // Hugging Face `config.json` of a BART-family encoder-decoder: BART
 // (model_type "bart") and Pegasus (model_type "pegasus"), plain or LSG
-// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartConfig).
+// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartConfig / LSGPegasusConfig).
 //
 // Same rules as model/hf_config.h: a config we do not fully understand is
 // refused with a message naming the field.
@@ -28,12 +28,11 @@
 //     (google/pegasus-* carry 1; positions are not offset). Both:
 //     add_bias_logits false, is_encoder_decoder true, is_decoder and
 //     add_cross_attention false.
-//   - LSG (BART only): the fields of model/lsg_config.h plus
+//   - LSG (BART and Pegasus alike): the fields of model/lsg_config.h plus
 //     pass_global_tokens_to_decoder (default true), "auto_map" and
 //     "base_model_prefix": "lsg"; the reference's fix-up (mask_first_token
 //     forces pool_with_global) is applied and ValidateLsgConfig's checks are
-//     errors. LSG fields on a Pegasus config are refused (no parity fixture
-//     for LSGPegasus yet).
+//     errors.
 //   - Any other key: "config.json: unknown field 'foo' for model_type bart".
 #ifndef DOCSPARSE_MODEL_BART_CONFIG_H_
 #define DOCSPARSE_MODEL_BART_CONFIG_H_
@@ -80,7 +79,7 @@ struct BartConfig {
   // Set for an LSG checkpoint.
   std::optional<LsgConfig> lsg;
   // LSG only: the encoder output keeps the global tokens' rows in front
-  // ([batch, global + tokens, h]), as LSGBartEncoder returns them for the
+  // ([batch, global + tokens, h]), as LSGBartEncoder / LSGPegasusEncoder return them for the
   // decoder to cross-attend; pool_with_global then does not apply.
   bool pass_global_tokens_to_decoder = true;
 

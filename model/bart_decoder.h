@@ -1,6 +1,7 @@
-// The decoder half of BART and Pegasus (and of LSG-BART, whose decoder is
-// BART's) with its LM head, in LibTorch: causal self-attention with a KV
-// cache, cross-attention over the encoder output, final_logits_bias.
+// The decoder half of BART and Pegasus (and of LSG-BART / LSG-Pegasus, whose
+// decoders are BART's / Pegasus') with its LM head, in LibTorch: causal
+// self-attention with a KV cache, cross-attention over the encoder output,
+// final_logits_bias.
 //
 // Cross-attention keys and values are kept per *sequence*, not per decoder
 // row: every beam of a request attends to the same encoder output, so rows

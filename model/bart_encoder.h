@@ -1,6 +1,7 @@
-// The encoder half of BART and Pegasus in LibTorch, BART plain or LSG
-// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartEncoder), with the attention
-// delegated to an AttentionMechanism. The decoder is model/bart_decoder.h.
+// The encoder half of BART and Pegasus in LibTorch, plain or LSG
+// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartEncoder / LSGPegasusEncoder),
+// with the attention delegated to an AttentionMechanism. The decoder is
+// model/bart_decoder.h.
 #ifndef DOCSPARSE_MODEL_BART_ENCODER_H_
 #define DOCSPARSE_MODEL_BART_ENCODER_H_
 
@@ -65,13 +66,15 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
 //
 // Each sequence runs as the reference runs it alone (a batch of one), so a
 // result never depends on the rest of the batch. Pegasus: pre-LN layers, no
-// embedding LayerNorm, encoder.layer_norm after the last layer. LSG: the global token
-// embeddings go in front of the token embeddings before layernorm_embedding;
-// a sequence longer than 2·block_size is padded up to a multiple of the block
-// size with pad_token_id *tokens* (embedded, with their positions, as
-// LSGBartEncoder pads input_ids; BERT-family LSG pads with zero hidden states
-// instead); a shorter one runs full attention. Costs count the global tokens
-// as real tokens.
+// embedding LayerNorm, encoder.layer_norm after the last layer. LSG: the
+// global token embeddings (no position, no embedding scale) go in front of
+// the token embeddings, before BART's layernorm_embedding; Pegasus'
+// encoder.layer_norm covers the global rows too. A sequence longer than
+// 2·block_size is padded up to a multiple of the block size with
+// pad_token_id *tokens* (embedded, with their positions, as LSGBartEncoder
+// and LSGPegasusEncoder pad input_ids; BERT-family LSG pads with zero hidden
+// states instead); a shorter one runs full attention. Costs count the global
+// tokens as real tokens.
 class BartEncoder {
  public:
   static absl::StatusOr<std::unique_ptr<BartEncoder>> Create(

@@ -32,7 +32,8 @@ namespace docsparse {
 // What the decoder cross-attends to, for a batch of documents.
 struct Seq2SeqEncoding {
   // [batch, rows, h] float32. With LSG and pass_global_tokens_to_decoder the
-  // global tokens' rows come first (LSGBartModel hands them to its decoder).
+  // global tokens' rows come first (LSGBartModel / LSGPegasusModel hand them
+  // to their decoder).
   at::Tensor hidden;
   // [batch]: rows [0, valid_rows[b]) of sequence b are real (globals
   // included); the decoder never attends past them.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write tiny BART / Pegasus / LSG-BART checkpoints and what Hugging Face computes with them.
+"""Write tiny BART / Pegasus / LSG-BART / LSG-Pegasus checkpoints and what HF computes with them.
 
 Developer-only (the C++ build and tests never run Python). Needs torch, transformers 4.36.x (the
 LSG reference does not import under transformers 5), sentencepiece, safetensors; no network.
@@ -9,11 +9,12 @@ Usage (see tests/fixtures/seq2seq/README.md for the venv and the versions):
         [--out tests/fixtures/seq2seq]
 
 `--reference` is a checkout of github.com/ccdv-ai/convert_checkpoint_to_lsg (commit c56734b);
-its converter (BartConversionScript) turns the tiny BART into the LSG-BART and its
-modeling_lsg_bart.py runs it. The reference code is imported from there, never copied into the
+its converters (BartConversionScript, PegasusConversionScript) turn the tiny BART and Pegasus
+into the LSG-BART and LSG-Pegasus, and its modeling_lsg_bart.py / modeling_lsg_pegasus.py run
+them. The reference code is imported from there, never copied into the
 repository.
 
-For each model (bart, pegasus, lsg_bart) writes <out>/<model>/:
+For each model (bart, pegasus, lsg_bart, lsg_pegasus) writes <out>/<model>/:
   config.json, generation_config.json, model.safetensors   the checkpoint (float32)
   tokenizer files      copied from tests/fixtures/bpe_spm/{bart,pegasus}_tokenizer
   cases.json           inputs, generation parameters and HF's generated token ids
@@ -72,6 +73,7 @@ INPUTS = {
     "pegasus": [(0, 9), (200, 40), (600, 130)],
     # 10 tokens: full-attention fallback; 40, 173, 300: sparse (300 is not a block multiple).
     "lsg_bart": [(0, 10), (200, 40), (600, 300), (1200, 173)],
+    "lsg_pegasus": [(0, 10), (200, 40), (600, 300), (1200, 173)],
 }
 
 
@@ -214,7 +216,7 @@ def generation_cases(model_name, special):
         ("beam4_return2", {"num_beams": 4, "length_penalty": 1.0, "num_return_sequences": 2,
                            "early_stopping": False}),
     ]
-    if model_name == "lsg_bart":
+    if model_name in ("lsg_bart", "lsg_pegasus"):
         variants = [v for v in variants if v[0] in ("greedy", "beam4_lp2_ngram3_early",
                                                     "beam3_lp06_min_length")]
     return [(name, {**base, **over}) for name, over in variants]
@@ -303,6 +305,16 @@ def finish_folder(out_dir, model, tokenizer_src, name, special, seed, cases, ext
     with open(os.path.join(out_dir, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def copy_config(src_dir, out_dir, name):
+    """Copies a converted config.json with `_name_or_path` (the converter's scratch folder,
+    random) set to `name`, in save_pretrained's format, so that re-runs reproduce the file."""
+    with open(os.path.join(src_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    config["_name_or_path"] = name
+    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def save_checkpoint(model, out_dir):
@@ -397,6 +409,38 @@ def main():
     finish_folder(out, lsg, bart_tok_dir, "lsg_bart", bart_special, bart_seed, cases,
                   {"lsg_knobs": LSG_KNOBS, "lsg_max_length": LSG_MAX_LENGTH})
     print("lsg_bart done", file=sys.stderr)
+
+    # LSG-Pegasus: the reference's PegasusConversionScript applied to the tiny Pegasus, run by
+    # its modeling_lsg_pegasus.py. The converter seeds the first global token with the BOS
+    # embedding and reads BOS from the config when the tokenizer has none (PegasusTokenizer
+    # has none; without an id it fails), so the converter's input config gets bos_token_id 0
+    # (= pad). The Pegasus fixture above is already written without it.
+    peg_input = os.path.join(scratch, "pegasus_input")
+    pegasus.config.bos_token_id = 0
+    pegasus.save_pretrained(peg_input, safe_serialization=True)
+    peg_tok.save_pretrained(peg_input)
+    converter_module = importlib.import_module("pegasus.convert_pegasus_checkpoint")
+    lsg_dir = os.path.join(scratch, "lsg_pegasus")
+    set_seed(124)
+    config = AutoConfig.from_pretrained(peg_input)
+    converter = converter_module.PegasusConversionScript(
+        initial_model=peg_input, model_name=lsg_dir,
+        max_sequence_length=LSG_MAX_LENGTH, architecture=None, random_global_init=False,
+        global_positional_stride=64, keep_first_global_token=False, resize_lsg=False,
+        model_kwargs=json.dumps(LSG_KNOBS), use_token_ids=True, use_auth_token=False,
+        config=config, save_model=True, seed=124)
+    converter.process()
+    modeling = importlib.import_module("pegasus.modeling_lsg_pegasus")
+    lsg = modeling.LSGPegasusForConditionalGeneration.from_pretrained(lsg_dir).eval()
+    out = os.path.join(args.out, "lsg_pegasus")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    shutil.copy(os.path.join(lsg_dir, "model.safetensors"), os.path.join(out, "model.safetensors"))
+    copy_config(lsg_dir, out, "lsg_pegasus")
+    cases = write_model_fixtures("lsg_pegasus", lsg, peg_tok, peg_special, out, peg_seed, True)
+    finish_folder(out, lsg, peg_tok_dir, "lsg_pegasus", peg_special, peg_seed, cases,
+                  {"lsg_knobs": LSG_KNOBS, "lsg_max_length": LSG_MAX_LENGTH})
+    print("lsg_pegasus done", file=sys.stderr)
     shutil.rmtree(scratch, ignore_errors=True)
     # save_file and tempfile copies are 0600; fixtures are ordinary repository files.
     for root, _, files in os.walk(args.out):

@@ -50,8 +50,11 @@ class SummarizeServerTest : public ::testing::Test {
     const nlohmann::json serving = {
         {"tasks", {"summarize"}},
         {"batching", {{"max_batch_size", 8}, {"max_queue_delay_ms", 300}}}};
-    for (const auto& [name, fixture] : std::vector<std::pair<std::string, std::string>>{
-             {"bart", "bart"}, {"pegasus", "pegasus"}, {"lsg-bart", "lsg_bart"}}) {
+    for (const auto& [name, fixture] :
+         std::vector<std::pair<std::string, std::string>>{{"bart", "bart"},
+                                                          {"pegasus", "pegasus"},
+                                                          {"lsg-bart", "lsg_bart"},
+                                                          {"lsg-pegasus", "lsg_pegasus"}}) {
       const fs::path dir = repository / name;
       fs::create_directories(dir);
       for (const auto& entry : fs::directory_iterator(testing::FixturePath("seq2seq/" + fixture))) {
@@ -120,6 +123,8 @@ TEST_F(SummarizeServerTest, ListModelsReportsTheSummarizers) {
   EXPECT_EQ(by_name["lsg-bart"].architecture(), "bart");
   EXPECT_EQ(by_name["lsg-bart"].attention(), v1::ATTENTION_KIND_LSG);
   EXPECT_EQ(by_name["lsg-bart"].max_position_tokens(), 1024);
+  EXPECT_EQ(by_name["lsg-pegasus"].architecture(), "pegasus");
+  EXPECT_EQ(by_name["lsg-pegasus"].attention(), v1::ATTENTION_KIND_LSG);
   EXPECT_EQ(by_name["bart"].attention(), v1::ATTENTION_KIND_DENSE);
   EXPECT_EQ(by_name["bart"].max_position_tokens(), 512);
   EXPECT_EQ(by_name["bart"].hidden_size(), 32);
@@ -188,7 +193,7 @@ TEST_F(SummarizeServerTest, MatchesTransformersGenerate) {
 // The chunks' texts concatenated are the unary summary, byte for byte:
 // greedy streams a chunk per token, beam search one chunk at the end.
 TEST_F(SummarizeServerTest, StreamedChunksAddUpToTheUnarySummary) {
-  for (const char* model : {"bart", "pegasus", "lsg-bart"}) {
+  for (const char* model : {"bart", "pegasus", "lsg-bart", "lsg-pegasus"}) {
     for (int beams : {1, 4}) {
       SCOPED_TRACE(std::string(model) + " beams " + std::to_string(beams));
       const v1::SummarizeRequest request = Request(model, beams, 120);

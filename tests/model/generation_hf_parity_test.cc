@@ -1,5 +1,5 @@
-// Generate() on the tiny BART, Pegasus and LSG-BART checkpoints against the
-// token ids transformers 4.36 `model.generate()` produced for them
+// Generate() on the tiny BART, Pegasus, LSG-BART and LSG-Pegasus checkpoints
+// against the token ids transformers 4.36 `model.generate()` produced for them
 // (tests/fixtures/seq2seq/<model>/cases.json, "generate_cases": greedy, min
 // length, no-repeat n-grams, beam search with length penalty in all three
 // early-stopping modes, num_return_sequences; inputs alone and as a padded
@@ -142,7 +142,7 @@ TEST_P(GenerationHfParityTest, RequestOverridesReachTheDecoder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GenerationHfParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

@@ -102,6 +102,17 @@ TEST(Seq2SeqCheckpointTest, ReadsTheFixtureConfigs) {
   EXPECT_EQ(lsg->lsg->num_global_tokens, 2);
   EXPECT_EQ(lsg->max_position_embeddings, 1024);
   EXPECT_TRUE(lsg->pass_global_tokens_to_decoder);
+
+  absl::StatusOr<BartConfig> lsg_pegasus =
+      LoadBartConfig(FixturePath("seq2seq/lsg_pegasus/config.json"));
+  ASSERT_TRUE(lsg_pegasus.ok()) << lsg_pegasus.status();
+  EXPECT_EQ(lsg_pegasus->architecture, Seq2SeqArchitecture::kPegasus);
+  ASSERT_TRUE(lsg_pegasus->lsg.has_value());
+  EXPECT_EQ(lsg_pegasus->lsg->block_size, 16);
+  EXPECT_EQ(lsg_pegasus->lsg->num_global_tokens, 2);
+  EXPECT_EQ(lsg_pegasus->max_position_embeddings, 1024);
+  EXPECT_TRUE(lsg_pegasus->pass_global_tokens_to_decoder);
+  EXPECT_TRUE(lsg_pegasus->pre_layer_norm());
 }
 
 // google/pegasus-xsum's config.json carries fairseq-era keys at Pegasus'
@@ -133,7 +144,7 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
       {"decoder_ffn_dim", nullptr, "missing field 'decoder_ffn_dim'"},
       {"decoder_attention_heads", 5, "field 'decoder_attention_heads'"},
       {"tie_word_embeddings", "yes", "field 'tie_word_embeddings': expected boolean"},
-      {"block_size", 64, "field 'block_size': LSG is supported for model_type bart only"},
+      {"sparsity_type", "banded", "field 'sparsity_type': unsupported value \"banded\""},
       {"frobnicate", 1, "unknown field 'frobnicate' for model_type pegasus"},
   };
   for (const Case& c : cases) {

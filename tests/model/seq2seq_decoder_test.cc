@@ -163,7 +163,7 @@ TEST_P(Seq2SeqDecoderTest, MisuseIsAnError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Seq2SeqDecoderTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

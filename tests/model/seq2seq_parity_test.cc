@@ -1,5 +1,6 @@
-// BART, Pegasus and LSG-BART encoder-decoders against Hugging Face
-// transformers 4.36 (and, for LSG-BART, the reference modeling_lsg_bart.py):
+// BART, Pegasus, LSG-BART and LSG-Pegasus encoder-decoders against Hugging
+// Face transformers 4.36 (and, for the LSG models, the reference
+// modeling_lsg_bart.py / modeling_lsg_pegasus.py):
 // encoder states, teacher-forced logits, and greedy decoding through the
 // DecoderStepper. Fixtures: tests/fixtures/seq2seq/README.md.
 #include <c10/core/InferenceMode.h>
@@ -28,7 +29,7 @@ constexpr double kTolerance = 1e-4;
 class Seq2SeqParityTest : public ::testing::TestWithParam<std::string> {};
 
 // Every real row of every sequence (LSG: the global rows too) against HF's
-// padded batch; LSG-BART also against each item run alone.
+// padded batch; the LSG models also against each item run alone.
 TEST_P(Seq2SeqParityTest, EncoderStatesMatchHuggingFace) {
   const Seq2SeqFixture fixture = LoadSeq2SeqFixture(GetParam());
   ASSERT_NE(fixture.model, nullptr);
@@ -130,7 +131,7 @@ TEST_P(Seq2SeqParityTest, GreedyDecodingMatchesHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Seq2SeqParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
