@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
-#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "model/config_field_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse {
@@ -48,130 +47,6 @@ constexpr std::string_view kHarmlessKeys[] = {
     "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
     "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
     "suppress_tokens", "begin_suppress_tokens"};
-
-std::string_view JsonTypeName(const json& value) {
-  if (value.is_number_integer()) return "integer";
-  if (value.is_number_float()) return "number";
-  return value.type_name();
-}
-
-// Reads fields of one JSON object and remembers which keys it consumed, so
-// that the rest can be reported as unknown.
-class FieldReader {
- public:
-  FieldReader(const json& object, std::string_view source) : object_(object), source_(source) {}
-
-  // Names the model type in "unknown field" errors.
-  void set_model_type(std::string model_type) { model_type_ = std::move(model_type); }
-
-  absl::Status Error(std::string_view key, std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: field '%s': %s", source_, key, what));
-  }
-
-  const json* Find(std::string_view key) {
-    consumed_.insert(std::string(key));
-    const auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-
-  absl::StatusOr<const json*> Require(std::string_view key) {
-    const json* value = Find(key);
-    if (value == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: missing field '%s'", source_, key));
-    }
-    return value;
-  }
-
-  absl::StatusOr<int> Int(std::string_view key, const json& value, int min, int max) const {
-    if (!value.is_number_integer()) {
-      return Error(key, absl::StrFormat("expected integer, got %s", JsonTypeName(value)));
-    }
-    // Non-negative literals parse as unsigned and may exceed int64.
-    const bool in_range = value.is_number_unsigned()
-                              ? value.get<uint64_t>() <= static_cast<uint64_t>(max) &&
-                                    static_cast<int64_t>(value.get<uint64_t>()) >= min
-                              : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
-    if (!in_range) {
-      return Error(key, absl::StrFormat("%s is out of range [%d, %d]", value.dump(), min, max));
-    }
-    return static_cast<int>(value.get<int64_t>());
-  }
-
-  absl::StatusOr<int> RequireInt(std::string_view key, int min, int max) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    return Int(key, *value, min, max);
-  }
-
-  absl::StatusOr<int> OptionalInt(std::string_view key, int fallback, int min, int max) {
-    const json* value = Find(key);
-    if (value == nullptr) return fallback;
-    return Int(key, *value, min, max);
-  }
-
-  absl::StatusOr<std::string> String(std::string_view key, const json& value) const {
-    if (!value.is_string()) {
-      return Error(key, absl::StrFormat("expected string, got %s", JsonTypeName(value)));
-    }
-    return value.get<std::string>();
-  }
-
-  absl::StatusOr<std::string> RequireString(std::string_view key) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    return String(key, *value);
-  }
-
-  absl::StatusOr<bool> Bool(std::string_view key, const json& value) const {
-    if (!value.is_boolean()) {
-      return Error(key, absl::StrFormat("expected boolean, got %s", JsonTypeName(value)));
-    }
-    return value.get<bool>();
-  }
-
-  absl::StatusOr<bool> RequireBool(std::string_view key) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    return Bool(key, *value);
-  }
-
-  absl::StatusOr<bool> OptionalBool(std::string_view key, bool fallback) {
-    const json* value = Find(key);
-    if (value == nullptr) return fallback;
-    return Bool(key, *value);
-  }
-
-  // A key whose only supported value is the model's own (absent = that value).
-  absl::Status OnlyNeutral(std::string_view key, const json& neutral, std::string_view why) {
-    return OnlyAmong(key, {neutral}, why);
-  }
-
-  absl::Status OnlyAmong(std::string_view key, const std::vector<json>& allowed,
-                         std::string_view why) {
-    const json* value = Find(key);
-    if (value == nullptr || std::find(allowed.begin(), allowed.end(), *value) != allowed.end()) {
-      return absl::OkStatus();
-    }
-    return Error(key, absl::StrFormat("%s is not supported (%s)", value->dump(), why));
-  }
-
-  absl::Status CheckNoUnknownKeys() const {
-    for (const auto& [key, value] : object_.items()) {
-      const bool harmless = std::find(std::begin(kHarmlessKeys), std::end(kHarmlessKeys), key) !=
-                            std::end(kHarmlessKeys);
-      if (consumed_.count(key) == 0 && !harmless) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: unknown field '%s' for model_type %s", source_, key, model_type_));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  std::string_view source() const { return source_; }
-
- private:
-  const json& object_;
-  std::string_view source_;
-  std::string model_type_ = "bart";
-  std::set<std::string, std::less<>> consumed_;
-};
 
 // modeling_bart.py's ACT2FN names that we implement.
 absl::StatusOr<Activation> ParseActivation(FieldReader& reader) {
@@ -270,50 +145,9 @@ absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig&
     }
   }
   if (!is_lsg) return absl::OkStatus();
-  if (const json* prefix = reader.Find("base_model_prefix")) {
-    ASSIGN_OR_RETURN(const std::string value, reader.String("base_model_prefix", *prefix));
-    if (value != "lsg") {
-      return reader.Error("base_model_prefix",
-                          absl::StrFormat("unsupported value \"%s\" (supported: lsg)", value));
-    }
-  }
-  LsgConfig lsg;
-  ASSIGN_OR_RETURN(lsg.block_size, reader.OptionalInt("block_size", lsg.block_size, 1, 65536));
-  ASSIGN_OR_RETURN(lsg.sparse_block_size,
-                   reader.OptionalInt("sparse_block_size", lsg.sparse_block_size, 0, 65536));
-  ASSIGN_OR_RETURN(lsg.sparsity_factor,
-                   reader.OptionalInt("sparsity_factor", lsg.sparsity_factor, 0, 65536));
-  ASSIGN_OR_RETURN(lsg.num_global_tokens,
-                   reader.OptionalInt("num_global_tokens", lsg.num_global_tokens, 1, 512));
-  ASSIGN_OR_RETURN(lsg.lsh_num_pre_rounds,
-                   reader.OptionalInt("lsh_num_pre_rounds", lsg.lsh_num_pre_rounds, 0, 16));
-  ASSIGN_OR_RETURN(lsg.adaptive, reader.OptionalBool("adaptive", lsg.adaptive));
-  ASSIGN_OR_RETURN(lsg.mask_first_token,
-                   reader.OptionalBool("mask_first_token", lsg.mask_first_token));
-  ASSIGN_OR_RETURN(lsg.pool_with_global,
-                   reader.OptionalBool("pool_with_global", lsg.pool_with_global));
+  ASSIGN_OR_RETURN(config.lsg, ReadLsgFields(reader));
   ASSIGN_OR_RETURN(config.pass_global_tokens_to_decoder,
                    reader.OptionalBool("pass_global_tokens_to_decoder", true));
-  if (const json* type = reader.Find("sparsity_type")) {
-    if (type->is_null()) {
-      lsg.sparsity_type = LsgSparsity::kNone;
-    } else {
-      ASSIGN_OR_RETURN(const std::string name, reader.String("sparsity_type", *type));
-      const std::optional<LsgSparsity> parsed = ParseLsgSparsity(name);
-      if (!parsed.has_value()) {
-        return reader.Error("sparsity_type",
-                            absl::StrFormat("unsupported value \"%s\" (supported: none, norm, "
-                                            "pooling, lsh, stride, block_stride, bos_pooling)",
-                                            name));
-      }
-      lsg.sparsity_type = *parsed;
-    }
-  }
-  // LSG{Bart,Pegasus}Config.__init__: mask_first_token needs pool_with_global.
-  if (lsg.mask_first_token) lsg.pool_with_global = true;
-  RETURN_IF_ERROR(ValidateLsgConfig(lsg, reader.source()));
-  reader.Find("auto_map");  // the reference's remote-code map; we have our own code
-  config.lsg = lsg;
   return absl::OkStatus();
 }
 
@@ -335,7 +169,7 @@ absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: expected a JSON object, got %s", source_name, JsonTypeName(config)));
   }
-  FieldReader reader(config, source_name);
+  FieldReader reader(config, source_name, kHarmlessKeys);
   ASSIGN_OR_RETURN(const std::string model_type, reader.RequireString("model_type"));
   BartConfig result;
   if (model_type == "bart") {
@@ -347,10 +181,9 @@ absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
         "model_type",
         absl::StrFormat("unsupported value \"%s\" (supported: bart, pegasus)", model_type));
   }
-  reader.set_model_type(model_type);
   RETURN_IF_ERROR(ParseModelFields(reader, result));
   RETURN_IF_ERROR(ParseLsgFields(reader, config, result));
-  RETURN_IF_ERROR(reader.CheckNoUnknownKeys());
+  RETURN_IF_ERROR(reader.CheckNoUnknownKeys(model_type));
   return result;
 }
 

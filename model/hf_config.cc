@@ -3,13 +3,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -19,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "model/config_field_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse {
@@ -55,117 +53,6 @@ constexpr std::string_view kHarmlessKeys[] = {
     "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
     "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
     "suppress_tokens", "begin_suppress_tokens"};
-
-bool IsHarmlessKey(std::string_view key) {
-  return std::find(std::begin(kHarmlessKeys), std::end(kHarmlessKeys), key) !=
-         std::end(kHarmlessKeys);
-}
-
-std::string_view JsonTypeName(const json& value) {
-  if (value.is_number_integer()) return "integer";
-  if (value.is_number_float()) return "number";
-  return value.type_name();
-}
-
-// Reads fields of one JSON object, remembering which keys it consumed so that
-// whatever is left over can be reported as unknown.
-class FieldReader {
- public:
-  FieldReader(const json& object, std::string_view source) : object_(object), source_(source) {}
-
-  absl::Status Error(std::string_view key, std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: field '%s': %s", source_, key, what));
-  }
-
-  const json* Find(std::string_view key) {
-    consumed_.insert(std::string(key));
-    const auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-
-  absl::StatusOr<const json*> Require(std::string_view key) {
-    const json* value = Find(key);
-    if (value == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: missing field '%s'", source_, key));
-    }
-    return value;
-  }
-
-  absl::StatusOr<int> Int(std::string_view key, const json& value, int min, int max) const {
-    if (!value.is_number_integer()) {
-      return Error(key, absl::StrFormat("expected integer, got %s", JsonTypeName(value)));
-    }
-    // Non-negative literals parse as unsigned and may exceed int64.
-    const bool in_range = value.is_number_unsigned()
-                              ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
-                              : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
-    if (!in_range || value.get<int64_t>() < min) {
-      return Error(key, absl::StrFormat("%s is out of range [%d, %d]", value.dump(), min, max));
-    }
-    const int64_t v = value.get<int64_t>();
-    return static_cast<int>(v);
-  }
-
-  absl::StatusOr<int> RequireInt(std::string_view key, int min, int max) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    return Int(key, *value, min, max);
-  }
-
-  absl::StatusOr<std::string> RequireString(std::string_view key) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    return String(key, *value);
-  }
-
-  absl::StatusOr<std::string> String(std::string_view key, const json& value) const {
-    if (!value.is_string()) {
-      return Error(key, absl::StrFormat("expected string, got %s", JsonTypeName(value)));
-    }
-    return value.get<std::string>();
-  }
-
-  absl::StatusOr<double> RequirePositiveNumber(std::string_view key) {
-    ASSIGN_OR_RETURN(const json* value, Require(key));
-    if (!value->is_number()) {
-      return Error(key, absl::StrFormat("expected number, got %s", JsonTypeName(*value)));
-    }
-    const double v = value->get<double>();
-    if (!(v > 0) || !std::isfinite(v)) {
-      return Error(key, absl::StrFormat("%s must be a positive number", value->dump()));
-    }
-    return v;
-  }
-
-  // A bool that only its `neutral` value is supported for (absent = neutral).
-  absl::Status OnlyNeutralBool(std::string_view key, bool neutral, std::string_view why) {
-    const json* value = Find(key);
-    if (value == nullptr) return absl::OkStatus();
-    if (!value->is_boolean()) {
-      return Error(key, absl::StrFormat("expected boolean, got %s", JsonTypeName(*value)));
-    }
-    if (value->get<bool>() != neutral) {
-      return Error(key, absl::StrFormat("%s is not supported (%s)", value->dump(), why));
-    }
-    return absl::OkStatus();
-  }
-
-  // The first key neither consumed nor harmless, as an error.
-  absl::Status CheckNoUnknownKeys(std::string_view model_type) const {
-    for (const auto& [key, value] : object_.items()) {
-      if (consumed_.count(key) == 0 && !IsHarmlessKey(key)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: unknown field '%s' for model_type %s", source_, key, model_type));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  std::string_view source() const { return source_; }
-
- private:
-  const json& object_;
-  std::string_view source_;
-  std::set<std::string, std::less<>> consumed_;
-};
 
 constexpr int kIntMax = std::numeric_limits<int>::max();
 
@@ -326,22 +213,6 @@ absl::Status ParseClassificationFields(FieldReader& reader, EncoderConfig& confi
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> OptionalBool(FieldReader& reader, std::string_view key, bool fallback) {
-  const json* value = reader.Find(key);
-  if (value == nullptr) return fallback;
-  if (!value->is_boolean()) {
-    return reader.Error(key, absl::StrFormat("expected boolean, got %s", JsonTypeName(*value)));
-  }
-  return value->get<bool>();
-}
-
-absl::StatusOr<int> OptionalInt(FieldReader& reader, std::string_view key, int fallback, int min,
-                                int max) {
-  const json* value = reader.Find(key);
-  if (value == nullptr) return fallback;
-  return reader.Int(key, *value, min, max);
-}
-
 // The LSG fields, present in configs saved by the reference's LSG classes.
 absl::Status ParseLsgFields(FieldReader& reader, EncoderConfig& config) {
   constexpr std::string_view kLsgKeys[] = {
@@ -354,48 +225,7 @@ absl::Status ParseLsgFields(FieldReader& reader, EncoderConfig& config) {
     is_lsg = is_lsg || absl::StartsWith(arch, "LSG");
   }
   if (!is_lsg) return absl::OkStatus();
-  if (const json* prefix = reader.Find("base_model_prefix")) {
-    ASSIGN_OR_RETURN(const std::string value, reader.String("base_model_prefix", *prefix));
-    if (value != "lsg") {
-      return reader.Error("base_model_prefix",
-                          absl::StrFormat("unsupported value \"%s\" (supported: lsg)", value));
-    }
-  }
-  LsgConfig lsg;
-  ASSIGN_OR_RETURN(lsg.block_size, OptionalInt(reader, "block_size", lsg.block_size, 1, 65536));
-  ASSIGN_OR_RETURN(lsg.sparse_block_size,
-                   OptionalInt(reader, "sparse_block_size", lsg.sparse_block_size, 0, 65536));
-  ASSIGN_OR_RETURN(lsg.sparsity_factor,
-                   OptionalInt(reader, "sparsity_factor", lsg.sparsity_factor, 0, 65536));
-  ASSIGN_OR_RETURN(lsg.num_global_tokens,
-                   OptionalInt(reader, "num_global_tokens", lsg.num_global_tokens, 1, 512));
-  ASSIGN_OR_RETURN(lsg.lsh_num_pre_rounds,
-                   OptionalInt(reader, "lsh_num_pre_rounds", lsg.lsh_num_pre_rounds, 0, 16));
-  ASSIGN_OR_RETURN(lsg.adaptive, OptionalBool(reader, "adaptive", lsg.adaptive));
-  ASSIGN_OR_RETURN(lsg.mask_first_token,
-                   OptionalBool(reader, "mask_first_token", lsg.mask_first_token));
-  ASSIGN_OR_RETURN(lsg.pool_with_global,
-                   OptionalBool(reader, "pool_with_global", lsg.pool_with_global));
-  if (const json* type = reader.Find("sparsity_type")) {
-    if (type->is_null()) {
-      lsg.sparsity_type = LsgSparsity::kNone;
-    } else {
-      ASSIGN_OR_RETURN(const std::string name, reader.String("sparsity_type", *type));
-      const std::optional<LsgSparsity> parsed = ParseLsgSparsity(name);
-      if (!parsed.has_value()) {
-        return reader.Error("sparsity_type",
-                            absl::StrFormat("unsupported value \"%s\" (supported: none, norm, "
-                                            "pooling, lsh, stride, block_stride, bos_pooling)",
-                                            name));
-      }
-      lsg.sparsity_type = *parsed;
-    }
-  }
-  // LSG*Config.__init__: mask_first_token needs pool_with_global.
-  if (lsg.mask_first_token) lsg.pool_with_global = true;
-  RETURN_IF_ERROR(ValidateLsgConfig(lsg, reader.source()));
-  reader.Find("auto_map");  // the reference's remote-code map; we have our own code
-  config.lsg = lsg;
+  ASSIGN_OR_RETURN(config.lsg, ReadLsgFields(reader));
   return absl::OkStatus();
 }
 
@@ -445,7 +275,7 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: expected a JSON object, got %s", source_name, JsonTypeName(config)));
   }
-  FieldReader reader(config, source_name);
+  FieldReader reader(config, source_name, kHarmlessKeys);
   EncoderConfig result;
   ASSIGN_OR_RETURN(const std::string model_type, reader.RequireString("model_type"));
   if (model_type == "bert") {
