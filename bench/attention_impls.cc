@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "model/lsg_attention.h"
+#include "model/attention/lsg_attention.h"
 
 namespace docsparse::bench {
 namespace {

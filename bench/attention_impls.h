@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/attention.h"
+#include "model/attention/attention.h"
 
 namespace docsparse::bench {
 

@@ -6,8 +6,8 @@
 // the parameters at β = 0 (natural density ≈ 22%). Sampling is part of the
 // timed Forward.
 #include "bench/attention_impls.h"
-#include "model/sbm_attention.h"
-#include "model/sbm_parameters.h"
+#include "model/attention/sbm_attention.h"
+#include "model/attention/sbm_parameters.h"
 
 namespace docsparse::bench {
 namespace {

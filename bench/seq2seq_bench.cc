@@ -16,12 +16,12 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
-#include "model/bart_config.h"
-#include "model/bart_decoder.h"
-#include "model/bart_encoder.h"
-#include "model/cost_model.h"
-#include "model/lsg_attention.h"
-#include "model/seq2seq_model.h"
+#include "model/attention/cost_model.h"
+#include "model/attention/lsg_attention.h"
+#include "model/checkpoint/bart_config.h"
+#include "model/seq2seq/bart_decoder.h"
+#include "model/seq2seq/bart_encoder.h"
+#include "model/seq2seq/seq2seq_model.h"
 
 ABSL_FLAG(std::vector<std::string>, s2s_tokens, std::vector<std::string>({"4096", "16384"}),
           "seq2seq: input lengths (tokens, special tokens included)");

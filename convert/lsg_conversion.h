@@ -41,8 +41,8 @@
 
 #include "absl/status/statusor.h"
 #include "convert/special_tokens.h"
-#include "model/safetensors.h"
-#include "model/safetensors_writer.h"
+#include "model/checkpoint/safetensors.h"
+#include "model/checkpoint/safetensors_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse::convert {

@@ -15,10 +15,10 @@
 #include "common/status_macros.h"
 #include "convert/model_files.h"
 #include "convert/sbm_student.h"
-#include "model/encoder.h"
-#include "model/hf_config.h"
-#include "model/sbm_parameters.h"
-#include "model/sbm_sampling.h"
+#include "model/attention/sbm_parameters.h"
+#include "model/attention/sbm_sampling.h"
+#include "model/checkpoint/hf_config.h"
+#include "model/encoder/encoder.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse::convert {

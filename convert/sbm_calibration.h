@@ -1,5 +1,5 @@
 // `docsparse-convert sbm` without the command line: attaches SBM parameters
-// (model/sbm_parameters.h) to an encoder checkpoint (dense or LSG-converted)
+// (model/attention/sbm_parameters.h) to an encoder checkpoint (dense or LSG-converted)
 // and calibrates them. The encoder is frozen; for each training batch it runs
 // densely, recording every layer's q, k, v and attention output, and each
 // layer's SBM parameters learn to reproduce that output with sampled masks

@@ -18,7 +18,7 @@
 #include "convert/sbm_calibration.h"
 #include "convert/sbm_corpus.h"
 #include "convert/sbm_fidelity.h"
-#include "model/tokenizer_loader.h"
+#include "model/text/tokenizer_loader.h"
 
 namespace docsparse::convert {
 namespace {

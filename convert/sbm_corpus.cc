@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "model/unicode_text.h"
+#include "model/text/unicode_text.h"
 
 namespace docsparse::convert {
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/tokenizer.h"
+#include "model/text/tokenizer.h"
 
 namespace docsparse::convert {
 

@@ -12,12 +12,12 @@
 #include "common/status_macros.h"
 #include "convert/model_files.h"
 #include "convert/sbm_corpus.h"
-#include "model/encoder.h"
-#include "model/hf_config.h"
-#include "model/sbm_attention.h"
-#include "model/sbm_parameters.h"
-#include "model/tokenizer_loader.h"
-#include "model/unicode_text.h"
+#include "model/attention/sbm_attention.h"
+#include "model/attention/sbm_parameters.h"
+#include "model/checkpoint/hf_config.h"
+#include "model/encoder/encoder.h"
+#include "model/text/tokenizer_loader.h"
+#include "model/text/unicode_text.h"
 
 namespace docsparse::convert {
 namespace {

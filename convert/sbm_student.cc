@@ -26,7 +26,7 @@ struct StraightThroughMask : public torch::autograd::Function<StraightThroughMas
 };
 
 // β with Σ_ij p_ij = target · real pairs · heads (the planner's E[m],
-// model/sbm_planner.h, over the batch): bisection, after growing the bracket
+// model/attention/sbm_planner.h, over the batch): bisection, after growing the bracket
 // until it holds the target (the logits' scale is learnt, so no fixed range
 // would do: with one, training learns to saturate the sigmoids beyond it and
 // escapes the density it should train at). O(n·k) per evaluation.

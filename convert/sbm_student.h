@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/sbm_parameters.h"
+#include "model/attention/sbm_parameters.h"
 
 namespace docsparse::convert {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "model/streaming_detokenizer.h"
+#include "model/text/streaming_detokenizer.h"
 #include "server/request_validation.h"
 
 namespace docsparse {

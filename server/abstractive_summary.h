@@ -20,8 +20,8 @@
 
 #include "absl/status/statusor.h"
 #include "docsparse/v1/docsparse.pb.h"
-#include "model/generation_config.h"
-#include "model/tokenizer.h"
+#include "model/checkpoint/generation_config.h"
+#include "model/text/tokenizer.h"
 #include "server/batch_former.h"
 #include "server/generation_job.h"
 #include "server/model_registry.h"
@@ -30,7 +30,7 @@ namespace docsparse {
 
 // Streaming: called on the batcher thread with each token chosen (greedy
 // search) and the text that became final with it (often empty; see
-// model/streaming_detokenizer.h). The pieces are a prefix of the summary.
+// model/text/streaming_detokenizer.h). The pieces are a prefix of the summary.
 using TokenSink = std::function<void(int32_t token, const std::string& text)>;
 
 // The model's generation defaults with the request's GenerationParams;

@@ -3,8 +3,8 @@
 #define DOCSPARSE_SERVER_COST_REPORT_H_
 
 #include "docsparse/v1/docsparse.pb.h"
-#include "model/attention.h"
-#include "model/cost_model.h"
+#include "model/attention/attention.h"
+#include "model/attention/cost_model.h"
 
 namespace docsparse {
 

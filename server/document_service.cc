@@ -262,7 +262,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
     }
     v1::SummarizeChunk last;
     // The streamed pieces are a prefix of the summary
-    // (model/streaming_detokenizer.h), so the chunks add up to it exactly.
+    // (model/text/streaming_detokenizer.h), so the chunks add up to it exactly.
     const std::string& summary = response_.summary();
     last.set_text(streamed_bytes_ < summary.size() ? summary.substr(streamed_bytes_) : "");
     last.set_done(true);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/generation_config.h"
+#include "model/checkpoint/generation_config.h"
 #include "server/batch_former.h"
 
 namespace docsparse {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/decoder_stepper.h"
+#include "model/seq2seq/decoder_stepper.h"
 #include "server/batch_former.h"
 
 namespace docsparse {

@@ -10,11 +10,11 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
-#include "model/attention_switch.h"
-#include "model/lsg_attention.h"
-#include "model/sbm_attention.h"
-#include "model/tokenizer_loader.h"
-#include "model/wordpiece_tokenizer.h"
+#include "model/attention/attention_switch.h"
+#include "model/attention/lsg_attention.h"
+#include "model/attention/sbm_attention.h"
+#include "model/text/tokenizer_loader.h"
+#include "model/text/wordpiece_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse {

@@ -9,11 +9,11 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
-#include "model/attention_switch.h"
-#include "model/lsg_attention.h"
-#include "model/lsg_budget.h"
-#include "model/sbm_attention.h"
-#include "model/unicode_text.h"
+#include "model/attention/attention_switch.h"
+#include "model/attention/lsg_attention.h"
+#include "model/attention/lsg_budget.h"
+#include "model/attention/sbm_attention.h"
+#include "model/text/unicode_text.h"
 #include "server/cost_report.h"
 
 namespace docsparse {

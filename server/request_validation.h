@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "docsparse/v1/docsparse.pb.h"
-#include "model/cost_model.h"
-#include "model/serving_config.h"
+#include "model/attention/cost_model.h"
+#include "model/checkpoint/serving_config.h"
 #include "server/model_registry.h"
 
 namespace docsparse {
@@ -56,7 +56,7 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
 
 // Plans the request's attention under its budget before anything runs: for
 // LSG, the knobs from the lattice around the native config
-// (model/lsg_budget.h); for SBM, the density target the planner solves β
+// (model/attention/lsg_budget.h); for SBM, the density target the planner solves β
 // for, or the explicit β, and the sampling seed (the budget's, else derived
 // from options.request_id); for dense, nothing to choose. The result's kind
 // is set when budget.attention overrides the model's own. A cap below the

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "model/generator.h"
+#include "model/seq2seq/generator.h"
 #include "server/metered_decoder_stepper.h"
 
 namespace docsparse {

@@ -1,6 +1,6 @@
 // The BatchRunner of an encoder-decoder summarizer: the batch's documents
 // run through the encoder together, then their summaries are generated
-// together (model/generator.h): one decoder row per greedy request, its beams
+// together (model/seq2seq/generator.h): one decoder row per greedy request, its beams
 // per beam-search request, every step over all rows still decoding; a
 // request leaves the rows as soon as it is finished, its client cancelled or
 // its deadline passed. Requests arriving meanwhile wait for the next batch.
@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/seq2seq_model.h"
+#include "model/seq2seq/seq2seq_model.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
 

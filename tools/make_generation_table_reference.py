@@ -1,6 +1,6 @@
 # Runs transformers' real generate() on a fake encoder-decoder whose next-token
 # logits are a fixed function of (document, decoder prefix), and prints the
-# expected sequences as C++ initializers for tests/model/generation_hf_table_test.cc.
+# expected sequences as C++ initializers for tests/model/seq2seq/generation_hf_table_test.cc.
 import json, sys, warnings
 warnings.filterwarnings("ignore")
 import torch

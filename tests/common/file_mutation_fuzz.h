@@ -6,7 +6,7 @@
 // a field); and a runner that executes cases in forked children with a
 // capped address space, so that a crash, a runaway allocation or a hang
 // fails the test naming the case. The approach of
-// tests/model/config_fuzz_test.cc, in a header.
+// tests/model/checkpoint/config_fuzz_test.cc, in a header.
 #ifndef DOCSPARSE_TESTS_COMMON_FILE_MUTATION_FUZZ_H_
 #define DOCSPARSE_TESTS_COMMON_FILE_MUTATION_FUZZ_H_
 

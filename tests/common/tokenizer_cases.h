@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
-#include "model/unicode_text.h"
+#include "model/text/tokenizer.h"
+#include "model/text/unicode_text.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse::testing {

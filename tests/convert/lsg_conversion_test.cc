@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "convert/model_files.h"
-#include "model/safetensors.h"
+#include "model/checkpoint/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/fixture_paths.h"
 #include "tests/convert/convert_test_util.h"

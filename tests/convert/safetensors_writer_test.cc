@@ -1,6 +1,6 @@
-// model/safetensors_writer.h: round trips through the reader, the layout the
+// model/checkpoint/safetensors_writer.h: round trips through the reader, the layout the
 // reference writer uses, and byte equality with files Python wrote.
-#include "model/safetensors_writer.h"
+#include "model/checkpoint/safetensors_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "model/safetensors.h"
+#include "model/checkpoint/safetensors.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/convert/convert_test_util.h"
 

@@ -3,7 +3,7 @@
 //
 // Not part of the CMake build (it needs clang). Build and run by hand:
 //   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
-//     -I. tests/fuzz/safetensors_fuzz.cc model/safetensors.cc \
+//     -I. tests/fuzz/safetensors_fuzz.cc model/checkpoint/safetensors.cc \
 //     $(pkg-config --libs absl_status absl_statusor absl_str_format) \
 //     -o /tmp/safetensors_fuzz
 //   mkdir -p /tmp/st_corpus  # seed it with one or two small valid files
@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "model/safetensors.h"
+#include "model/checkpoint/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

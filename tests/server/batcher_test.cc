@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "absl/synchronization/notification.h"
-#include "model/wordpiece_tokenizer.h"
+#include "model/text/wordpiece_tokenizer.h"
 #include "tests/common/fixture_paths.h"
 
 namespace docsparse {

@@ -9,8 +9,8 @@
 #include <atomic>
 #include <map>
 
-#include "model/generator.h"
-#include "model/tokenizer_loader.h"
+#include "model/seq2seq/generator.h"
+#include "model/text/tokenizer_loader.h"
 #include "server/metered_decoder_stepper.h"
 #include "tests/common/fixture_paths.h"
 

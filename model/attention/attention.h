@@ -1,0 +1,75 @@
+// The attention interface every planner plugs into (DESIGN.md, "The attention
+// engine"): the encoder projects queries, keys and values and hands them to
+// an AttentionMechanism, which chooses the keys each query sees, computes the
+// context, and reports per batch item what it computed.
+#ifndef DOCSPARSE_MODEL_ATTENTION_ATTENTION_H_
+#define DOCSPARSE_MODEL_ATTENTION_ATTENTION_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "model/attention/cost_model.h"
+
+namespace docsparse {
+
+enum class AttentionKind { kDense, kLsg, kSbm };
+
+std::string_view AttentionKindName(AttentionKind kind);
+
+// What one request's budget resolved to (DESIGN.md, "Budgets"), per batch
+// item. Each mechanism reads the fields it understands.
+struct ItemAttentionOptions {
+  // The mechanism to run (a request's budget.attention override); unset: the
+  // model's own. Only a switching mechanism (model/attention/attention_switch.h)
+  // honours it; the others run what they are.
+  std::optional<AttentionKind> kind;
+  // SBM: edge regularization β (0 = the model as calibrated; larger is
+  // sparser) and the sampling seed (the request's, else derived from its id).
+  double edge_regularization = 0;
+  // SBM: when > 0, β is solved per layer by bisection on the expected edge
+  // count so that the expected density is at most this (overrides
+  // edge_regularization).
+  double target_density = 0;
+  uint64_t seed = 0;
+  // LSG: knobs chosen from the lattice around the native config; 0 = native.
+  int lsg_block_size = 0;
+  int lsg_sparse_block_size = -1;  // -1 = native; 0 = no sparse keys
+  int lsg_sparsity_factor = 0;
+};
+
+struct AttentionInputs {
+  at::Tensor query;  // [batch, heads, seq, head_dim], float32
+  at::Tensor key;    // [batch, heads, seq, head_dim]
+  at::Tensor value;  // [batch, heads, seq, head_dim]
+  // Real tokens per item; tokens [length, seq) are right padding.
+  std::vector<int64_t> lengths;  // [batch]
+  int layer = 0;
+  // [batch], or empty: every item with default options.
+  std::vector<ItemAttentionOptions> item_options;
+};
+
+// Implementations are immutable and safe to call from several threads.
+class AttentionMechanism {
+ public:
+  virtual ~AttentionMechanism() = default;
+
+  virtual AttentionKind kind() const = 0;
+
+  // Returns the context [batch, heads, seq, head_dim]. Padding keys never
+  // receive weight; outputs at padding queries are unspecified. Sets
+  // (*item_costs)[b] to what item b computed (resized to the batch).
+  virtual at::Tensor Forward(const AttentionInputs& inputs,
+                             std::vector<ItemAttentionCost>* item_costs) const = 0;
+};
+
+// softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS); density 1.
+std::unique_ptr<AttentionMechanism> MakeDenseAttention();
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_ATTENTION_H_

@@ -1,0 +1,116 @@
+#include "model/attention/lsg_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "kernels/block_sparse_attention.h"
+#include "model/attention/lsg_planner.h"
+#include "model/attention/lsg_sparse_keys.h"
+
+namespace docsparse {
+
+LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& options) {
+  LsgConfig config = native;
+  if (options.lsg_block_size > 0) config.block_size = options.lsg_block_size;
+  if (options.lsg_sparse_block_size >= 0) config.sparse_block_size = options.lsg_sparse_block_size;
+  if (options.lsg_sparsity_factor > 0) config.sparsity_factor = options.lsg_sparsity_factor;
+  return config;
+}
+
+namespace {
+
+using at::indexing::Slice;
+
+class LsgAttention final : public AttentionMechanism {
+ public:
+  LsgAttention(const LsgConfig& config, int num_threads)
+      : config_(config), num_threads_(num_threads) {}
+
+  AttentionKind kind() const override { return AttentionKind::kLsg; }
+
+  at::Tensor Forward(const AttentionInputs& in,
+                     std::vector<ItemAttentionCost>* item_costs) const override {
+    const int64_t batch = in.query.size(0);
+    at::Tensor out = at::zeros_like(in.query);
+    item_costs->assign(batch, ItemAttentionCost{});
+    for (int64_t b = 0; b < batch; ++b) {
+      const ItemAttentionOptions options =
+          in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
+      (*item_costs)[b].head_edges =
+          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, out[b]);
+    }
+    return out;
+  }
+
+ private:
+  // Attends sequence b into `out` ([heads, seq, head_dim], contiguous);
+  // returns the edges per head.
+  std::vector<int64_t> ForwardItem(const AttentionInputs& in, int64_t b, const LsgConfig& config,
+                                   uint64_t seed, at::Tensor out) const {
+    const int64_t heads = in.query.size(1);
+    const int64_t seq = in.query.size(2);
+    const int64_t d = in.query.size(3);
+    const int32_t global = config_.num_global_tokens;
+    const LsgLayout layout =
+        LayoutLsgSequence(config, global, static_cast<int32_t>(in.lengths[b] - global));
+    const at::Tensor q = in.query[b];
+    at::Tensor k = in.key[b];
+    at::Tensor v = in.value[b];
+
+    std::vector<uint8_t> valid;
+    const bool padding_rows = !layout.full && LsgPaddingReachesTokens(config);
+    if (!layout.full) {
+      const Slice tokens(global, global + layout.padded_tokens);
+      at::Tensor derived_k, derived_v;
+      if (layout.derived_keys > 0) {
+        // Rotations for lsh: a stream per (request seed, layer).
+        at::Generator generator =
+            at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
+        LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
+                                                       k.index({Slice(), tokens}),
+                                                       v.index({Slice(), tokens}), generator);
+        derived_k = derived.keys;
+        derived_v = derived.values;
+        valid = std::move(derived.valid);
+      }
+      // [global ; derived ; tokens]: one copy of the keys, not one per block.
+      std::vector<at::Tensor> k_parts = {k.index({Slice(), Slice(0, global)})};
+      std::vector<at::Tensor> v_parts = {v.index({Slice(), Slice(0, global)})};
+      if (derived_k.defined()) {
+        k_parts.push_back(derived_k);
+        v_parts.push_back(derived_v);
+      }
+      k_parts.push_back(k.index({Slice(), tokens}));
+      v_parts.push_back(v.index({Slice(), tokens}));
+      k = at::cat(k_parts, 1).contiguous();
+      v = at::cat(v_parts, 1).contiguous();
+    }
+    const LsgPlan plan =
+        PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
+    AttentionParams params{q.data_ptr<float>(),
+                           k.data_ptr<float>(),
+                           v.data_ptr<float>(),
+                           out.data_ptr<float>(),
+                           1,
+                           static_cast<int32_t>(heads),
+                           static_cast<int32_t>(seq),
+                           static_cast<int32_t>(k.size(1)),
+                           static_cast<int32_t>(d),
+                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+    BlockSparseAttentionCpu(params, plan.View(),
+                            num_threads_ > 0 ? num_threads_ : at::get_num_threads());
+    return plan.head_edges;
+  }
+
+  LsgConfig config_;
+  int num_threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionMechanism> MakeLsgAttention(const LsgConfig& config, int num_threads) {
+  return std::make_unique<LsgAttention>(config, num_threads);
+}
+
+}  // namespace docsparse

@@ -1,0 +1,140 @@
+#include "model/attention/lsg_sparse_keys.h"
+
+#include <cmath>
+#include <limits>
+
+namespace docsparse {
+namespace {
+
+using at::indexing::Slice;
+
+// lsh with sparsity_factor == sparse_block_size runs bos_pooling (reference).
+LsgSparsity EffectiveSparsity(const LsgConfig& config) {
+  if (config.sparsity_type == LsgSparsity::kLsh &&
+      config.sparsity_factor == config.sparse_block_size) {
+    return LsgSparsity::kBosPooling;
+  }
+  return config.sparsity_type;
+}
+
+std::vector<uint8_t> ToValid(const at::Tensor& flags) {
+  const at::Tensor bytes = flags.to(at::kByte).contiguous();
+  return std::vector<uint8_t>(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
+}
+
+// Gathers tokens idx [heads, derived] (per head) from keys and values.
+LsgDerivedKeys Gather(const at::Tensor& idx, const at::Tensor& keys, const at::Tensor& values,
+                      const at::Tensor& attendable) {
+  const at::Tensor index = idx.unsqueeze(-1).expand({-1, -1, keys.size(2)});
+  return {keys.gather(1, index), values.gather(1, index),
+          ToValid(attendable.index_select(0, idx.reshape(-1)).view_as(idx))};
+}
+
+// One reference lsh_round: hash each (masked) key of a chunk to one of
+// `output_size` buckets by the argmax of ±(normalised key · random
+// rotation), and sum keys, values and mask weights per bucket.
+void LshRound(at::Tensor& keys, at::Tensor& values, at::Tensor& mask, int64_t output_size,
+              at::Generator generator) {
+  // keys [h, c, t, d]; mask [h, c, t, 1]
+  const int64_t heads = keys.size(0), chunks = keys.size(1), d = keys.size(3);
+  const int64_t hashes = output_size / 2;
+  const at::Tensor rotation = at::randn({heads, 1, d, hashes}, generator, keys.options());
+  at::Tensor projected =
+      at::matmul(keys.div(keys.norm(2, -1, true).clamp_min(1e-12)) * mask.clamp(0, 1), rotation);
+  const at::Tensor buckets = at::cat({projected, projected.neg()}, -1).argmax(-1, true);
+  const at::Tensor zeros = at::zeros({heads, chunks, output_size, d}, keys.options());
+  keys = zeros.scatter_add(2, buckets.expand({-1, -1, -1, d}), keys);
+  values = zeros.scatter_add(2, buckets.expand({-1, -1, -1, d}), values);
+  mask = at::zeros({heads, chunks, output_size, 1}, keys.options()).scatter_add(2, buckets, mask);
+}
+
+}  // namespace
+
+bool LsgPaddingReachesTokens(const LsgConfig& config) {
+  return config.HasSparseKeys() && config.sparsity_factor > 1 &&
+         EffectiveSparsity(config) == LsgSparsity::kBosPooling;
+}
+
+LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
+                                     const at::Tensor& first_query, const at::Tensor& keys,
+                                     const at::Tensor& values, at::Generator lsh_generator) {
+  const int64_t heads = keys.size(0);
+  const int64_t t = layout.padded_tokens;
+  const int64_t d = keys.size(2);
+  const int64_t sf = config.sparsity_factor;
+  at::Tensor attendable = at::arange(t, at::kLong).lt(layout.tokens);
+  if (layout.first_token_masked) attendable.index_put_({0}, false);
+
+  if (sf == 1) {  // the reference passes the tokens themselves
+    return {keys, values, ToValid(attendable.unsqueeze(0).expand({heads, t}))};
+  }
+  const at::Tensor weight = attendable.to(keys.scalar_type());  // [t]
+  switch (EffectiveSparsity(config)) {
+    case LsgSparsity::kNorm: {
+      const int64_t chunk = config.SelectionChunk();
+      const int64_t per_chunk = chunk / sf;
+      const at::Tensor norms = (keys.norm(2, -1) * weight).view({heads, t / chunk, chunk});
+      // Ascending order, keep the largest: as the reference's argsort split.
+      at::Tensor idx = norms.argsort(static_cast<int64_t>(-1), false)
+                           .index({Slice(), Slice(), Slice(chunk - per_chunk)});
+      idx = idx + (at::arange(t / chunk, at::kLong) * chunk).view({1, -1, 1});
+      return Gather(idx.reshape({heads, -1}), keys, values, attendable);
+    }
+    case LsgSparsity::kPooling: {
+      const at::Tensor w = weight.view({1, t / sf, sf, 1});
+      const at::Tensor count = w.sum(2);  // [1, t/sf, 1]
+      const at::Tensor pooled_k = (keys.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
+      const at::Tensor pooled_v = (values.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
+      return {pooled_k, pooled_v, ToValid(count.view({1, -1}).gt(0).expand({heads, t / sf}))};
+    }
+    case LsgSparsity::kStride: {
+      const at::Tensor idx = (at::arange(t / sf, at::kLong) * sf).view({1, -1}) +
+                             (at::arange(heads, at::kLong) % sf).view({-1, 1});
+      return Gather(idx, keys, values, attendable);
+    }
+    case LsgSparsity::kBlockStride: {
+      const int64_t block = config.block_size;
+      const int64_t step = block / sf;
+      at::Tensor idx = at::arange(step, at::kLong).view({1, 1, -1}) +
+                       at::arange(heads, at::kLong).view({-1, 1, 1}) * step;
+      idx = idx.remainder(block) + (at::arange(t / block, at::kLong) * block).view({1, -1, 1});
+      return Gather(idx.reshape({heads, -1}), keys, values, attendable);
+    }
+    case LsgSparsity::kBosPooling: {
+      const at::Tensor chunk_k = keys.view({heads, t / sf, sf, d});
+      const at::Tensor chunk_v = values.view({heads, t / sf, sf, d});
+      const float lowest = std::numeric_limits<float>::lowest();
+      const at::Tensor additive =
+          at::where(attendable, at::zeros({}, keys.options()), at::full({}, lowest, keys.options()))
+              .view({1, t / sf, 1, sf});
+      // [h, t/sf, 1, sf]: the first token's query against each chunk.
+      at::Tensor scores =
+          at::matmul(first_query.view({heads, 1, 1, d}), chunk_k.transpose(-1, -2)) /
+          std::sqrt(static_cast<double>(d));
+      scores = at::softmax(scores + additive, -1);
+      return {at::matmul(scores, chunk_k).view({heads, t / sf, d}),
+              at::matmul(scores, chunk_v).view({heads, t / sf, d}),
+              std::vector<uint8_t>(static_cast<size_t>(heads * (t / sf)), 1)};
+    }
+    case LsgSparsity::kLsh: {
+      const int64_t chunk = config.SelectionChunk();
+      const at::Tensor w = weight.view({1, t / chunk, chunk, 1});
+      at::Tensor k = keys.view({heads, t / chunk, chunk, d}) * w;
+      at::Tensor v = values.view({heads, t / chunk, chunk, d}) * w;
+      at::Tensor mask = w.expand({heads, -1, -1, -1}).contiguous();
+      for (int round = 0; round < config.lsh_num_pre_rounds; ++round) {
+        LshRound(k, v, mask, chunk, lsh_generator);
+      }
+      LshRound(k, v, mask, chunk / sf, lsh_generator);
+      k = k / (mask + 1e-8);
+      v = v / (mask + 1e-8);
+      return {k.reshape({heads, -1, d}), v.reshape({heads, -1, d}),
+              ToValid(mask.reshape({heads, -1}).gt(0))};
+    }
+    case LsgSparsity::kNone:
+      break;
+  }
+  return {};
+}
+
+}  // namespace docsparse

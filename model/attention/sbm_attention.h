@@ -1,0 +1,69 @@
+// SBM attention (Cho et al., NeurIPS 2022) as an AttentionMechanism: per
+// item, layer and head, a query-key graph sampled by the SBM planner
+// (model/attention/sbm_planner.h) and a masked softmax over exactly its edges
+// (kernels/edge_attention.h). Cost is linear in the sampled edges; no
+// n x n matrix is formed.
+//
+// Per item it reads ItemAttentionOptions (model/attention/attention.h):
+//   target_density > 0   β solved per layer so that the expected density
+//                        over the item's real tokens, all heads, is at most
+//                        this (max_density budgets; see
+//                        SbmTargetDensityForAttentionFlops for FLOP caps);
+//   edge_regularization  β otherwise (0 = as calibrated, larger = sparser);
+//   seed                 the sampling seed (the request's seed, else
+//                        SbmSeedFromRequestId): same seed, same document,
+//                        same plan, for any batch and thread count.
+// Items without options use SbmAttentionOptions' defaults.
+//
+// Per item and layer it reports (ItemAttentionCost):
+//   head_edges[h]           distinct edges sampled (real tokens only), what
+//                           the executor computed;
+//   head_expected_edges[h]  Σ_ij (1 − e^(−p_ij)) at the chosen β, the
+//                           expectation of head_edges before sampling;
+//   planner_flops           SbmPlannerFlops (model/attention/sbm_planner.h):
+//                           memberships, β solve, tables, sampling.
+#ifndef DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
+#define DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "model/attention/attention.h"
+#include "model/attention/cost_model.h"
+#include "model/attention/sbm_parameters.h"
+
+namespace docsparse {
+
+struct SbmAttentionOptions {
+  // Threads for the planner's and executor's loops; 0 = at::get_num_threads()
+  // at each call.
+  int num_threads = 0;
+  // Used for items without ItemAttentionOptions.
+  ItemAttentionOptions defaults;
+};
+
+// `parameters` must match the encoder the mechanism is plugged into (layers,
+// heads, head_dim; SbmParameters::Load checks that). Forward throws
+// c10::Error (which Encoder::Forward turns into a Status) when inputs do not
+// match them.
+std::unique_ptr<AttentionMechanism> MakeSbmAttention(
+    std::shared_ptr<const SbmParameters> parameters, SbmAttentionOptions options = {});
+
+// A sampling seed from a request id when the request brings none (FNV-1a
+// then a 64-bit mix): stable across processes and versions.
+uint64_t SbmSeedFromRequestId(std::string_view request_id);
+
+// The density target that keeps a whole SBM encoder pass over `tokens` real
+// tokens within `max_attention_flops` attention FLOPs (4·head_dim per edge
+// plus planner overhead, cost_model.h), assuming the planner's usual work
+// (one membership pass per Newton step, ~8 steps, one sampler build, and
+// multigraph copies ≈ edges). Returns 0 when even an empty graph exceeds the
+// cap (the memberships alone cost more): the caller then runs the sparsest
+// plan it allows and reports budget_met = false. Clamped to at most 1.
+double SbmTargetDensityForAttentionFlops(double max_attention_flops, int64_t tokens,
+                                         const EncoderShape& shape, int num_clusters);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_

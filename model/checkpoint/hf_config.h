@@ -1,0 +1,119 @@
+// Hugging Face `config.json` for the encoders we serve (BERT, RoBERTa,
+// DistilBERT), read into one architecture-neutral EncoderConfig.
+//
+// The rule: a config we do not fully understand is refused, with a message
+// naming the field, rather than served with a silently different model.
+//   - Missing required field:
+//       "config.json: missing field 'num_attention_heads'".
+//     Required are the fields that fix tensor shapes or the math:
+//       bert, roberta: vocab_size, hidden_size, num_hidden_layers,
+//         num_attention_heads, intermediate_size, hidden_act,
+//         max_position_embeddings, type_vocab_size, layer_norm_eps,
+//         pad_token_id (RoBERTa derives position ids from it);
+//       distilbert: vocab_size, dim, n_layers, n_heads, hidden_dim,
+//         activation, max_position_embeddings, pad_token_id.
+//     Every `save_pretrained` config carries them; we do not substitute
+//     Hugging Face class defaults (layer_norm_eps is 1e-12 for BERT but 1e-5 in
+//     real RoBERTa checkpoints, so a default would be wrong half the time).
+//   - Optional with a default: position_embedding_type ("absolute"; absent from
+//     older RoBERTa configs), sinusoidal_pos_embds (false).
+//   - Wrong JSON type: "config.json: field 'hidden_size': expected integer, got
+//     string".
+//   - Unsupported value: "config.json: field 'hidden_act': unsupported value
+//     \"swish\" (supported: ...)"; also model_type, position_embedding_type
+//     other than "absolute", sinusoidal_pos_embds true, num_heads not dividing
+//     the hidden size, out-of-range sizes.
+//   - Unknown key: "config.json: unknown field 'foo' for model_type bert",
+//     except the generic PretrainedConfig keys that do not change an encoder's
+//     forward pass (dropouts, initializer_range, use_cache, torch_dtype,
+//     generation defaults, token ids, ...; see kHarmlessKeys in the .cc).
+//     A few of those would change the model if set, and are accepted only at
+//     their neutral value: is_decoder, add_cross_attention, is_encoder_decoder
+//     (false) and pruned_heads (empty).
+//   - LSG checkpoints (converted by the reference converter or ours): the LSG
+//     fields above, "auto_map" and "base_model_prefix": "lsg". The reference
+//     config class's fix-up is applied (mask_first_token forces
+//     pool_with_global); an unknown sparsity_type is an error (the reference
+//     silently falls back to none); values it asserts on or mis-handles are
+//     errors (model/checkpoint/lsg_config.h).
+// Extending (BART/Pegasus): add an Architecture, its required and optional
+// fields in the .cc; the unknown-key check then covers them.
+#ifndef DOCSPARSE_MODEL_CHECKPOINT_HF_CONFIG_H_
+#define DOCSPARSE_MODEL_CHECKPOINT_HF_CONFIG_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/checkpoint/lsg_config.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace docsparse {
+
+enum class Architecture { kBert, kRoberta, kDistilBert };
+
+enum class Activation {
+  kGelu,     // exact, erf-based ("gelu")
+  kGeluNew,  // tanh approximation ("gelu_new", "gelu_pytorch_tanh",
+             // "gelu_fast": the same function, computed differently)
+  kRelu,
+};
+
+// How Hugging Face turns classification logits into scores.
+enum class ProblemType {
+  kUnspecified,  // pipelines: sigmoid for one label, softmax for more
+  kSingleLabel,  // softmax
+  kMultiLabel,   // sigmoid per label
+  kRegression,   // raw logits
+};
+
+std::string_view ArchitectureName(Architecture architecture);  // "bert", ...
+std::string_view ActivationName(Activation activation);        // "gelu", ...
+
+struct EncoderConfig {
+  Architecture architecture = Architecture::kBert;
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int intermediate_size = 0;
+  int max_position_embeddings = 0;
+  int type_vocab_size = 0;  // 0 for DistilBERT (no token type embeddings)
+  int pad_token_id = -1;    // -1 when the config says null
+  double layer_norm_eps = 1e-12;
+  Activation activation = Activation::kGelu;
+
+  // "architectures" as written, e.g. {"BertForSequenceClassification"}.
+  std::vector<std::string> architectures;
+  // Label names ordered by id (id2label keys must be exactly 0..n-1); empty
+  // when the config has none. When only num_labels is given, "LABEL_<i>" as
+  // Hugging Face names them.
+  std::vector<std::string> id2label;
+  // Some entry of `architectures` ends in "ForSequenceClassification", so the
+  // checkpoint carries a classifier head over id2label.
+  bool has_classification_head = false;
+  ProblemType problem_type = ProblemType::kUnspecified;
+
+  // Set for an LSG checkpoint (config.json carries the reference's LSG
+  // fields: block_size, sparse_block_size, sparsity_factor, sparsity_type,
+  // num_global_tokens, adaptive, mask_first_token, pool_with_global,
+  // lsh_num_pre_rounds; absent ones take the reference's defaults).
+  std::optional<LsgConfig> lsg;
+
+  int head_dim() const { return hidden_size / num_heads; }
+};
+
+// Parses and validates a config.json object (rules above). `source_name`
+// (usually the file's path) prefixes every error message.
+absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
+                                                 std::string_view source_name);
+
+// Reads `path` and parses it; NOT_FOUND when the file is missing,
+// INVALID_ARGUMENT when it is not JSON or fails validation.
+absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_CHECKPOINT_HF_CONFIG_H_

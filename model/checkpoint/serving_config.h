@@ -1,0 +1,128 @@
+// `docsparse.json`: how one model folder is served (tasks, pooling, attention,
+// limits, zero-shot labels, extractive summaries, batching).
+//
+// Our own format, so validated strictly: every key is optional (defaults in
+// the structs below), but an unknown key, a value of the wrong JSON type, an
+// unsupported enum value, a duplicate key or a value out of range is an
+// INVALID_ARGUMENT error naming the key path, e.g.
+//   "docsparse.json: zero_shot.labels[2].description: expected string, got
+//   number"
+//   "docsparse.json: batching.max_batch_size: 0 is out of range [1, 4096]"
+//   "docsparse.json: attention.lsg_block: unknown key"
+// Example with every key:
+//   {
+//     "default": true,                   // requests naming no model come here
+//     "tasks": ["embed", "classify", "summarize"],
+//     "pooling": "mean",                 // "mean" | "cls"
+//     "normalize": true,
+//     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm"
+//     "max_document_tokens": 65536,      // hard cap per request
+//     "overflow": "chunk",               // "reject" | "truncate" | "chunk"
+//     "zero_shot": {
+//       "temperature": 0.05,
+//       "hypothesis_template": "This text is about {}.",
+//       "labels": [{"name": "software license",
+//                   "description": "A software license: terms ..."}]
+//     },
+//     "extractive": {"max_sentences": 5, "diversity": 0.3},
+//     "batching": {"max_batch_size": 16, "max_queue_size": 256,
+//                  "max_queue_delay_ms": 5, "max_batch_tokens": 16384,
+//                  "max_batch_attention_gflops": 50}
+//   }
+// Checks that need other files (e.g. that "classify" has labels from here, the
+// request or a classifier head in config.json) belong to the model registry.
+#ifndef DOCSPARSE_MODEL_CHECKPOINT_SERVING_CONFIG_H_
+#define DOCSPARSE_MODEL_CHECKPOINT_SERVING_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace docsparse {
+
+enum class Task { kEmbed, kClassify, kSummarize };
+enum class PoolingMode { kMean, kCls };
+// What to do with a document longer than the model's sequence length:
+// refuse it, cut it, or split it into windows whose outputs are combined.
+enum class OverflowPolicy { kReject, kTruncate, kChunk };
+
+std::string_view TaskName(Task task);                   // "embed", ...
+std::string_view PoolingModeName(PoolingMode pooling);  // "mean", "cls"
+std::string_view OverflowPolicyName(OverflowPolicy overflow);
+
+// The attention planner a model serves with by default:
+//   "native" (default): LSG when config.json is an LSG checkpoint (its own
+//            LSG fields), else dense;
+//   "dense":  full attention (on an LSG checkpoint: over [global ; tokens],
+//            what the reference runs on short inputs);
+//   "lsg":    requires an LSG checkpoint (docsparse-convert lsg makes one);
+//   "sbm":    requires sbm.safetensors beside the checkpoint.
+struct AttentionChoice {
+  std::string kind = "native";
+};
+
+struct ZeroShotLabel {
+  std::string name;         // non-empty, unique within the list
+  std::string description;  // optional; empty means "use the template"
+};
+
+struct ZeroShotConfig {
+  // Softmax temperature over cosine similarities, in [1e-4, 1e4].
+  double temperature = 0.05;
+  // Contains "{}" exactly once; the label name replaces it.
+  std::string hypothesis_template = "This text is about {}.";
+  std::vector<ZeroShotLabel> labels;  // default labels; requests may override
+
+  // The text embedded for `label`: its description, or else the template
+  // with the name in place of "{}".
+  std::string LabelText(const ZeroShotLabel& label) const;
+};
+
+struct ExtractiveConfig {
+  int max_sentences = 5;   // [1, 1000]
+  double diversity = 0.3;  // [0, 1]: MMR trade-off, 0 = relevance only
+};
+
+struct BatchingConfig {
+  int max_batch_size = 16;     // [1, 4096]
+  int max_queue_size = 256;    // [max_batch_size, 1048576]
+  int max_queue_delay_ms = 5;  // [0, 10000]: wait to fill a batch
+  // Priced-cost caps of one batch (a request over them runs alone).
+  int64_t max_batch_tokens = 16384;          // [1, 2^30]
+  double max_batch_attention_gflops = 50.0;  // [1e-6, 1e9]
+};
+
+struct ServingConfig {
+  // The model requests without a model name go to; at most one per
+  // repository (else the first by name).
+  bool default_model = false;
+  std::vector<Task> tasks = {Task::kEmbed, Task::kClassify, Task::kSummarize};
+  PoolingMode pooling = PoolingMode::kMean;
+  bool normalize = true;  // L2-normalise embeddings
+  AttentionChoice attention;
+  int64_t max_document_tokens = 65536;  // [1, 16777216], whole document
+  OverflowPolicy overflow = OverflowPolicy::kChunk;
+  ZeroShotConfig zero_shot;
+  ExtractiveConfig extractive;
+  BatchingConfig batching;
+
+  bool HasTask(Task task) const;
+};
+
+// Validates a parsed docsparse.json (rules above); `source` (usually the
+// path) prefixes every error message.
+absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
+                                                 std::string_view source);
+
+// Reads and validates `path`. Every model folder must have one: a missing file
+// is NOT_FOUND naming the path, not a silent fall-back to defaults. Duplicate
+// keys (which JSON parsers resolve silently) are refused.
+absl::StatusOr<ServingConfig> LoadServingConfig(const std::string& path);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_CHECKPOINT_SERVING_CONFIG_H_

@@ -1,0 +1,112 @@
+#include "model/encoder/classification_head.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "model/checkpoint/checkpoint_tensor.h"
+#include "model/checkpoint/safetensors.h"
+
+namespace docsparse {
+namespace {
+
+// Checkpoint names of the head's two linear layers (without ".weight").
+struct HeadScheme {
+  std::string dense;
+  std::string out;
+  ClassificationHead::InnerActivation activation;
+};
+
+HeadScheme SchemeFor(Architecture architecture) {
+  using Act = ClassificationHead::InnerActivation;
+  switch (architecture) {
+    case Architecture::kBert:
+      // BertForSequenceClassification classifies BertModel's pooler output;
+      // the pooler lives inside the "bert." encoder prefix.
+      return {"bert.pooler.dense", "classifier", Act::kTanh};
+    case Architecture::kRoberta:
+      // RobertaClassificationHead: no pooler, its own dense + tanh.
+      return {"classifier.dense", "classifier.out_proj", Act::kTanh};
+    case Architecture::kDistilBert:
+      return {"pre_classifier", "classifier", Act::kRelu};
+  }
+  return {};
+}
+
+// Prefixes the message of a failed read with the context, keeping its code.
+absl::Status InHead(const absl::Status& status, const std::string& model_dir) {
+  return absl::Status(status.code(),
+                      absl::StrCat(model_dir, ": classification head: ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClassificationHead>> ClassificationHead::Load(
+    const std::string& model_dir, const EncoderConfig& config) {
+  if (!config.has_classification_head) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_dir, ": config.json declares no sequence-classification head (architectures: [",
+        absl::StrJoin(config.architectures, ", "), "]); a plain encoder has no labels of its own"));
+  }
+  if (config.id2label.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_dir, ": config.json: a classification head needs id2label or num_labels"));
+  }
+  absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(model_dir);
+  if (!checkpoint.ok()) return InHead(checkpoint.status(), model_dir);
+
+  const HeadScheme names = SchemeFor(config.architecture);
+  const int64_t h = config.hidden_size;
+  const int64_t n = static_cast<int64_t>(config.id2label.size());
+  auto read = [&](const std::string& name, const std::vector<int64_t>& shape,
+                  at::Tensor* out) -> absl::Status {
+    absl::StatusOr<at::Tensor> tensor = ReadFloatTensor(**checkpoint, name, shape);
+    if (!tensor.ok()) return InHead(tensor.status(), model_dir);
+    *out = *std::move(tensor);
+    return absl::OkStatus();
+  };
+  Weights w;
+  RETURN_IF_ERROR(read(names.dense + ".weight", {h, h}, &w.dense_weight));
+  RETURN_IF_ERROR(read(names.dense + ".bias", {h}, &w.dense_bias));
+  RETURN_IF_ERROR(read(names.out + ".weight", {n, h}, &w.out_weight));
+  RETURN_IF_ERROR(read(names.out + ".bias", {n}, &w.out_bias));
+  return std::make_unique<ClassificationHead>(std::move(w), names.activation, config.id2label,
+                                              config.problem_type);
+}
+
+ClassificationHead::ClassificationHead(Weights weights, InnerActivation activation,
+                                       std::vector<std::string> labels, ProblemType problem_type)
+    : weights_(std::move(weights)),
+      activation_(activation),
+      labels_(std::move(labels)),
+      problem_type_(problem_type) {}
+
+at::Tensor ClassificationHead::Logits(const at::Tensor& hidden) const {
+  c10::InferenceMode inference_mode;
+  // Token 0 ([CLS] / <s>) is real in every row of a right-padded batch.
+  at::Tensor x = at::linear(hidden.select(1, 0), weights_.dense_weight, weights_.dense_bias);
+  x = activation_ == InnerActivation::kTanh ? at::tanh(x) : at::relu(x);
+  return at::linear(x, weights_.out_weight, weights_.out_bias);
+}
+
+at::Tensor ClassificationHead::Probabilities(const at::Tensor& logits) const {
+  c10::InferenceMode inference_mode;
+  switch (problem_type_) {
+    case ProblemType::kRegression:
+      return logits;
+    case ProblemType::kMultiLabel:
+      return at::sigmoid(logits);
+    case ProblemType::kSingleLabel:
+      return at::softmax(logits, -1);
+    case ProblemType::kUnspecified:
+      return num_labels() == 1 ? at::sigmoid(logits) : at::softmax(logits, -1);
+  }
+  return logits;
+}
+
+}  // namespace docsparse

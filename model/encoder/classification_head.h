@@ -1,0 +1,78 @@
+// The sequence-classification head of a fine-tuned Hugging Face checkpoint
+// (BertForSequenceClassification, RobertaForSequenceClassification,
+// DistilBertForSequenceClassification), applied to the Encoder's output.
+//
+// All three heads read the first token's hidden state and apply two linear
+// layers with an activation between (dropout is the identity at inference):
+//   BERT:       classifier(tanh(bert.pooler.dense(h[:, 0])))
+//   RoBERTa:    classifier.out_proj(tanh(classifier.dense(h[:, 0])))
+//   DistilBERT: classifier(relu(pre_classifier(h[:, 0])))
+// Probabilities follow transformers' text-classification pipeline: sigmoid
+// per label for multi_label_classification (or a single label), softmax over
+// the labels otherwise, and no function for regression.
+#ifndef DOCSPARSE_MODEL_ENCODER_CLASSIFICATION_HEAD_H_
+#define DOCSPARSE_MODEL_ENCODER_CLASSIFICATION_HEAD_H_
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/checkpoint/hf_config.h"
+
+namespace docsparse {
+
+// Immutable after Load; all const methods are thread-safe.
+class ClassificationHead {
+ public:
+  // Reads the head of `config`'s architecture from the checkpoint in
+  // `model_dir` (model.safetensors or a sharded index), converting F16/BF16 to
+  // F32. The labels are config.id2label, so there are id2label.size() outputs.
+  // Errors:
+  //   INVALID_ARGUMENT when the config declares no head (no
+  //     "...ForSequenceClassification" in "architectures": a plain encoder)
+  //     or no labels, and when a head tensor's shape disagrees with
+  //     hidden_size / the number of labels (the message names the tensor);
+  //   NOT_FOUND naming the tensor when the checkpoint lacks a head weight,
+  //     or when model_dir has no checkpoint.
+  static absl::StatusOr<std::unique_ptr<ClassificationHead>> Load(const std::string& model_dir,
+                                                                  const EncoderConfig& config);
+
+  // hidden: [batch, seq >= 1, hidden_size] float32 on the CPU, as
+  // EncoderOutput::hidden (only position 0 is read, so right padding does not
+  // matter). Returns the logits, [batch, num_labels] float32.
+  at::Tensor Logits(const at::Tensor& hidden) const;
+
+  // logits: [batch, num_labels] as from Logits. Returns scores of the same
+  // shape: sigmoid when problem_type is kMultiLabel (or kUnspecified with a
+  // single label), softmax over the last dimension for kSingleLabel and
+  // kUnspecified with several labels, the logits unchanged for kRegression.
+  at::Tensor Probabilities(const at::Tensor& logits) const;
+
+  // Label names ordered by id: labels()[i] names column i of the logits.
+  const std::vector<std::string>& labels() const { return labels_; }
+  int num_labels() const { return static_cast<int>(labels_.size()); }
+  ProblemType problem_type() const { return problem_type_; }
+
+  // The head's two linear layers (float32, PyTorch [out, in] layout) and
+  // the activation between them; Load fills them from the checkpoint.
+  struct Weights {
+    at::Tensor dense_weight, dense_bias;  // [h, h], [h]
+    at::Tensor out_weight, out_bias;      // [num_labels, h], [num_labels]
+  };
+  enum class InnerActivation { kTanh, kRelu };
+  ClassificationHead(Weights weights, InnerActivation activation, std::vector<std::string> labels,
+                     ProblemType problem_type);
+
+ private:
+  Weights weights_;
+  InnerActivation activation_;
+  std::vector<std::string> labels_;
+  ProblemType problem_type_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ENCODER_CLASSIFICATION_HEAD_H_

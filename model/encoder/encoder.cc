@@ -1,0 +1,222 @@
+#include "model/encoder/encoder.h"
+
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/attention/lsg_attention.h"
+#include "model/attention/lsg_planner.h"
+
+namespace docsparse {
+
+absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
+    const std::string& model_dir, const EncoderConfig& config,
+    std::unique_ptr<AttentionMechanism> attention) {
+  ASSIGN_OR_RETURN(EncoderWeights weights, LoadEncoderWeights(model_dir, config));
+  return std::make_unique<Encoder>(config, std::move(weights), std::move(attention));
+}
+
+Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
+                 std::unique_ptr<AttentionMechanism> attention)
+    : config_(std::move(config)), weights_(std::move(weights)), attention_(std::move(attention)) {}
+
+EncoderShape Encoder::shape() const {
+  return EncoderShape{config_.num_layers, config_.num_heads,
+                      config_.hidden_size / config_.num_heads, config_.hidden_size,
+                      config_.intermediate_size};
+}
+
+int64_t Encoder::max_sequence_length() const {
+  // RoBERTa numbers positions from padding_idx + 1.
+  if (config_.architecture == Architecture::kRoberta) {
+    return config_.max_position_embeddings - config_.pad_token_id - 1;
+  }
+  return config_.max_position_embeddings;
+}
+
+at::Tensor Encoder::Activate(const at::Tensor& x) const {
+  switch (config_.activation) {
+    case Activation::kGelu:
+      return at::gelu(x);
+    case Activation::kGeluNew:
+      return at::gelu(x, "tanh");
+    case Activation::kRelu:
+      return at::relu(x);
+  }
+  return x;
+}
+
+at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
+                          const std::vector<int64_t>& lengths) const {
+  const int64_t batch = ids.size(0);
+  const int64_t seq = ids.size(1);
+  at::Tensor positions = at::arange(seq, at::kLong).unsqueeze(0).expand({batch, seq}).contiguous();
+  if (config_.architecture == Architecture::kRoberta) {
+    // HF create_position_ids_from_input_ids: padding_idx + cumsum(mask) on
+    // real tokens, padding_idx on padding.
+    at::Tensor real = positions.lt(at::tensor(lengths, at::kLong).unsqueeze(1));
+    positions = real.to(at::kLong).cumsum(1).mul(real) + config_.pad_token_id;
+  }
+  at::Tensor x = at::embedding(weights_.word_embeddings, ids) +
+                 at::embedding(weights_.position_embeddings, positions);
+  if (weights_.token_type_embeddings.defined()) {
+    x = x + at::embedding(weights_.token_type_embeddings, token_types);
+  }
+  return x;  // the LayerNorm comes after the LSG global tokens join
+}
+
+at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
+                                    const std::vector<int64_t>& lengths,
+                                    std::vector<int64_t>* positions) const {
+  const LsgConfig& native = *config_.lsg;
+  const int64_t global = native.num_global_tokens;
+  const int64_t rows = token_embeddings.size(0);
+  const int64_t h = config_.hidden_size;
+  // The longest adaptive padding any sequence needs under its own knobs.
+  int64_t padded = token_embeddings.size(1);
+  for (int64_t row = 0; row < rows; ++row) {
+    const ItemAttentionOptions options =
+        batch.attention_options.empty() ? ItemAttentionOptions{} : batch.attention_options[row];
+    const LsgLayout layout =
+        LayoutLsgSequence(ApplyLsgKnobs(native, options), static_cast<int32_t>(global),
+                          static_cast<int32_t>(lengths[row]));
+    padded = std::max<int64_t>(padded, layout.padded_tokens);
+    positions->push_back(global + lengths[row]);
+  }
+  at::Tensor x = at::zeros({rows, global + padded, h}, token_embeddings.options());
+  x.narrow(1, 0, global).copy_(weights_.global_embeddings.narrow(0, 0, global).unsqueeze(0));
+  x.narrow(1, global, token_embeddings.size(1)).copy_(token_embeddings);
+  // LayerNorm before the padding is zeroed: the reference normalises the
+  // embeddings and then appends zero rows (LSG*Encoder.forward), and a
+  // sequence alone has no batch padding, only those zeros.
+  x = at::layer_norm(x, {h}, weights_.embedding_norm_weight, weights_.embedding_norm_bias,
+                     config_.layer_norm_eps);
+  for (int64_t row = 0; row < rows; ++row) {
+    x[row].narrow(0, (*positions)[row], x.size(1) - (*positions)[row]).zero_();
+  }
+  return x;
+}
+
+at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
+                          const std::vector<int64_t>& lengths,
+                          const std::vector<ItemAttentionOptions>& options, int layer,
+                          std::vector<ItemAttentionCost>* item_costs) const {
+  const int64_t batch = x.size(0);
+  const int64_t seq = x.size(1);
+  const int64_t heads = config_.num_heads;
+  const int64_t head_dim = config_.hidden_size / heads;
+  // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
+  at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
+                       .view({batch, seq, 3, heads, head_dim})
+                       .permute({2, 0, 3, 1, 4});
+  AttentionInputs inputs{
+      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options};
+  at::Tensor context = attention_->Forward(inputs, item_costs)
+                           .permute({0, 2, 1, 3})
+                           .reshape({batch, seq, config_.hidden_size});
+  at::Tensor attended =
+      at::layer_norm(at::linear(context, w.output_weight, w.output_bias) + x, {config_.hidden_size},
+                     w.attention_norm_weight, w.attention_norm_bias, config_.layer_norm_eps);
+  at::Tensor inner = Activate(at::linear(attended, w.intermediate_weight, w.intermediate_bias));
+  return at::layer_norm(at::linear(inner, w.ffn_output_weight, w.ffn_output_bias) + attended,
+                        {config_.hidden_size}, w.output_norm_weight, w.output_norm_bias,
+                        config_.layer_norm_eps);
+}
+
+absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
+                                               const std::vector<CostAccount*>& row_costs) const {
+  if (batch.sequences.empty()) return absl::InvalidArgumentError("empty batch");
+  if (!row_costs.empty() && row_costs.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError("row_costs: one entry per sequence expected");
+  }
+  size_t longest = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const std::vector<int32_t>& sequence = batch.sequences[i];
+    if (sequence.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, " is empty"));
+    }
+    if (static_cast<int64_t>(sequence.size()) > max_sequence_length()) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, " has ", sequence.size(),
+                                                     " tokens; the model's limit is ",
+                                                     max_sequence_length()));
+    }
+    for (int32_t id : sequence) {
+      if (id < 0 || id >= config_.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("token id ", id, " outside the vocabulary [0, ", config_.vocab_size, ")"));
+      }
+    }
+    longest = std::max(longest, sequence.size());
+  }
+  if (!batch.attention_options.empty() &&
+      batch.attention_options.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError("attention_options: one entry per sequence expected");
+  }
+  const bool has_types = !batch.token_types.empty();
+  if (has_types && batch.token_types.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError("token_types: one row per sequence expected");
+  }
+  for (size_t i = 0; has_types && i < batch.token_types.size(); ++i) {
+    if (batch.token_types[i].size() != batch.sequences[i].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("token_types[", i, "]: length differs"));
+    }
+    for (int32_t type : batch.token_types[i]) {
+      if (type < 0 || type >= std::max(1, config_.type_vocab_size)) {
+        return absl::InvalidArgumentError(absl::StrCat("token type ", type, " out of range"));
+      }
+    }
+  }
+  const int64_t rows = static_cast<int64_t>(batch.sequences.size());
+  at::Tensor ids = at::full({rows, static_cast<int64_t>(longest)}, config_.pad_token_id, at::kLong);
+  at::Tensor types = at::zeros({rows, static_cast<int64_t>(longest)}, at::kLong);
+  EncoderOutput output;
+  for (int64_t row = 0; row < rows; ++row) {
+    const std::vector<int32_t>& sequence = batch.sequences[row];
+    std::copy(sequence.begin(), sequence.end(), ids[row].data_ptr<int64_t>());
+    if (has_types) {
+      std::copy(batch.token_types[row].begin(), batch.token_types[row].end(),
+                types[row].data_ptr<int64_t>());
+    }
+    output.lengths.push_back(static_cast<int64_t>(sequence.size()));
+  }
+
+  try {
+    c10::InferenceMode inference_mode;
+    std::vector<ItemAttentionCost> item_costs;
+    at::Tensor x = Embed(ids, types, output.lengths);
+    // Real positions per row: the tokens, plus LSG's global tokens.
+    std::vector<int64_t> positions = output.lengths;
+    if (config_.lsg.has_value()) {
+      positions.clear();
+      x = AddGlobalTokens(x, batch, output.lengths, &positions);
+    } else {
+      x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
+                         weights_.embedding_norm_bias, config_.layer_norm_eps);
+    }
+    for (int layer = 0; layer < config_.num_layers; ++layer) {
+      x = Layer(x, weights_.layers[layer], positions, batch.attention_options, layer, &item_costs);
+      for (size_t row = 0; row < row_costs.size(); ++row) {
+        if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
+      }
+    }
+    const int64_t run_length = x.size(1);
+    if (config_.lsg.has_value()) {
+      const int64_t global = config_.lsg->num_global_tokens;
+      if (config_.lsg->pool_with_global) x.select(1, global).copy_(x.select(1, 0));
+      x = x.narrow(1, global, static_cast<int64_t>(longest));
+    }
+    output.hidden = x;
+    for (size_t row = 0; row < row_costs.size(); ++row) {
+      if (row_costs[row] != nullptr) row_costs[row]->AddSequence(positions[row], run_length);
+    }
+  } catch (const c10::Error& error) {
+    return absl::InternalError(
+        absl::StrCat("encoder forward failed: ", error.what_without_backtrace()));
+  }
+  return output;
+}
+
+}  // namespace docsparse

@@ -1,0 +1,118 @@
+// BERT-family encoder (BERT, RoBERTa, DistilBERT) in LibTorch, with the
+// attention delegated to an AttentionMechanism so sparse planners plug in.
+#ifndef DOCSPARSE_MODEL_ENCODER_ENCODER_H_
+#define DOCSPARSE_MODEL_ENCODER_ENCODER_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/attention/attention.h"
+#include "model/attention/cost_model.h"
+#include "model/checkpoint/hf_config.h"
+
+namespace docsparse {
+
+struct EncoderLayerWeights {
+  at::Tensor qkv_weight, qkv_bias;  // [3h, h], [3h]: q, k, v fused
+  at::Tensor output_weight, output_bias;
+  at::Tensor attention_norm_weight, attention_norm_bias;
+  at::Tensor intermediate_weight, intermediate_bias;
+  at::Tensor ffn_output_weight, ffn_output_bias;
+  at::Tensor output_norm_weight, output_norm_bias;
+};
+
+struct EncoderWeights {
+  at::Tensor word_embeddings;        // [vocab, h]
+  at::Tensor position_embeddings;    // [positions, h]
+  at::Tensor token_type_embeddings;  // [types, h]; undefined for DistilBERT
+  at::Tensor embedding_norm_weight, embedding_norm_bias;
+  // LSG checkpoints: [512, h], the reference's table of global token
+  // embeddings (the first num_global_tokens rows are used).
+  at::Tensor global_embeddings;
+  std::vector<EncoderLayerWeights> layers;
+};
+
+// Reads the weights of `config`'s architecture from a checkpoint folder
+// (model.safetensors or a sharded index), accepting both bare names and the
+// "bert." / "roberta." / "distilbert." prefixes of task checkpoints, and
+// converting F16/BF16 to F32. Shapes are checked against the config.
+absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
+                                                  const EncoderConfig& config);
+
+// A padded batch: one row of ids per sequence, with special tokens.
+struct EncoderBatch {
+  std::vector<std::vector<int32_t>> sequences;
+  // Optional segment ids (sentence pairs), shaped like `sequences`; empty
+  // means segment 0 everywhere.
+  std::vector<std::vector<int32_t>> token_types;
+  // Per sequence, what its request's budget chose; empty means defaults.
+  std::vector<ItemAttentionOptions> attention_options;
+};
+
+struct EncoderOutput {
+  at::Tensor hidden;             // [batch, longest, hidden], float32
+  std::vector<int64_t> lengths;  // [batch] real tokens per row
+};
+
+// Immutable after Create; Forward may run on several threads at once.
+//
+// LSG checkpoints (config.lsg set) run as the reference's LSG models do:
+// the global token embeddings go in front of the token embeddings before the
+// embedding LayerNorm; each sequence gets adaptive zero padding up to a
+// multiple of the block size; after the last layer, with pool_with_global,
+// global token 0's output replaces the first token's; the global tokens are
+// then dropped from the output. Costs count the global tokens as real
+// tokens (they are queries and keys like any other).
+class Encoder {
+ public:
+  static absl::StatusOr<std::unique_ptr<Encoder>> Create(
+      const std::string& model_dir, const EncoderConfig& config,
+      std::unique_ptr<AttentionMechanism> attention);
+  Encoder(EncoderConfig config, EncoderWeights weights,
+          std::unique_ptr<AttentionMechanism> attention);
+
+  // Runs the sequences as one right-padded batch. Adds sequence i's cost to
+  // row_costs[i] (entries may be null or repeat; an empty vector counts
+  // nothing). InvalidArgument for an empty batch, an empty or too long
+  // sequence, an id outside the vocabulary, or row_costs of the wrong size.
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
+                                        const std::vector<CostAccount*>& row_costs) const;
+  // Every sequence's cost to `cost` (may be null).
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const {
+    return Forward(batch, std::vector<CostAccount*>(batch.sequences.size(), cost));
+  }
+
+  const EncoderConfig& config() const { return config_; }
+  EncoderShape shape() const;
+  const AttentionMechanism& attention() const { return *attention_; }
+  // Longest sequence (special tokens included) the position table allows.
+  int64_t max_sequence_length() const;
+
+ private:
+  at::Tensor Embed(const at::Tensor& ids, const at::Tensor& token_types,
+                   const std::vector<int64_t>& lengths) const;
+  // LSG: global tokens in front, adaptive padding; returns [batch, global +
+  // padded, h] and sets `positions` to each row's real positions (global
+  // tokens included).
+  at::Tensor AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
+                             const std::vector<int64_t>& lengths,
+                             std::vector<int64_t>* positions) const;
+  at::Tensor Layer(const at::Tensor& x, const EncoderLayerWeights& w,
+                   const std::vector<int64_t>& lengths,
+                   const std::vector<ItemAttentionOptions>& options, int layer,
+                   std::vector<ItemAttentionCost>* item_costs) const;
+  at::Tensor Activate(const at::Tensor& x) const;
+
+  EncoderConfig config_;
+  EncoderWeights weights_;
+  std::unique_ptr<AttentionMechanism> attention_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ENCODER_ENCODER_H_

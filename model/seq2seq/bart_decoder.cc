@@ -1,0 +1,308 @@
+#include "model/seq2seq/bart_decoder.h"
+
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/checkpoint/checkpoint_tensor.h"
+#include "model/seq2seq/seq2seq_embeddings.h"
+
+namespace docsparse {
+namespace {
+
+// [rows, steps, heads * d] -> [rows, heads, steps, d]
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, -1}).transpose(1, 2);
+}
+
+// [rows, heads, steps, d] -> [rows, steps, heads * d]
+at::Tensor MergeHeads(const at::Tensor& x) {
+  return x.transpose(1, 2).reshape({x.size(0), x.size(2), -1});
+}
+
+}  // namespace
+
+absl::StatusOr<BartDecoderWeights> LoadBartDecoderWeights(const Checkpoint& checkpoint,
+                                                          const BartConfig& config) {
+  ASSIGN_OR_RETURN(const std::string prefix, FindSeq2SeqPrefix(checkpoint));
+  const auto get = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return ReadFloatTensor(checkpoint, prefix + name, shape);
+  };
+  const int64_t h = config.hidden_size;
+  BartDecoderWeights w;
+  ASSIGN_OR_RETURN(w.token_embeddings, ReadTokenEmbeddings(checkpoint, prefix, "decoder", config));
+  ASSIGN_OR_RETURN(w.position_embeddings, ReadPositionTable(checkpoint, prefix, "decoder", config));
+  if (config.embedding_layer_norm()) {
+    ASSIGN_OR_RETURN(w.embedding_norm_weight, get("decoder.layernorm_embedding.weight", {h}));
+    ASSIGN_OR_RETURN(w.embedding_norm_bias, get("decoder.layernorm_embedding.bias", {h}));
+  }
+  if (config.pre_layer_norm()) {
+    ASSIGN_OR_RETURN(w.final_norm_weight, get("decoder.layer_norm.weight", {h}));
+    ASSIGN_OR_RETURN(w.final_norm_bias, get("decoder.layer_norm.bias", {h}));
+  }
+  for (int i = 0; i < config.decoder_layers; ++i) {
+    const std::string p = absl::StrCat("decoder.layers.", i, ".");
+    BartDecoderLayerWeights layer;
+    ASSIGN_OR_RETURN(layer.self,
+                     ReadBartLayerWeights(checkpoint, prefix + p, h, config.decoder_ffn_size));
+    BartCrossAttentionWeights& cross = layer.cross;
+    ASSIGN_OR_RETURN(cross.q_weight, get(p + "encoder_attn.q_proj.weight", {h, h}));
+    ASSIGN_OR_RETURN(cross.q_bias, get(p + "encoder_attn.q_proj.bias", {h}));
+    ASSIGN_OR_RETURN(at::Tensor k_weight, get(p + "encoder_attn.k_proj.weight", {h, h}));
+    ASSIGN_OR_RETURN(at::Tensor k_bias, get(p + "encoder_attn.k_proj.bias", {h}));
+    ASSIGN_OR_RETURN(at::Tensor v_weight, get(p + "encoder_attn.v_proj.weight", {h, h}));
+    ASSIGN_OR_RETURN(at::Tensor v_bias, get(p + "encoder_attn.v_proj.bias", {h}));
+    cross.kv_weight = at::cat({k_weight, v_weight}, 0);
+    cross.kv_bias = at::cat({k_bias, v_bias}, 0);
+    ASSIGN_OR_RETURN(cross.out_weight, get(p + "encoder_attn.out_proj.weight", {h, h}));
+    ASSIGN_OR_RETURN(cross.out_bias, get(p + "encoder_attn.out_proj.bias", {h}));
+    ASSIGN_OR_RETURN(cross.norm_weight, get(p + "encoder_attn_layer_norm.weight", {h}));
+    ASSIGN_OR_RETURN(cross.norm_bias, get(p + "encoder_attn_layer_norm.bias", {h}));
+    w.layers.push_back(std::move(layer));
+  }
+  if (config.tie_word_embeddings) {
+    w.lm_head = w.token_embeddings;
+  } else {
+    // The head of a task model sits beside "model.", not under it.
+    ASSIGN_OR_RETURN(w.lm_head,
+                     ReadFloatTensor(checkpoint, "lm_head.weight", {config.vocab_size, h}));
+  }
+  if (checkpoint.Has("final_logits_bias")) {
+    ASSIGN_OR_RETURN(at::Tensor bias,
+                     ReadFloatTensor(checkpoint, "final_logits_bias", {1, config.vocab_size}));
+    w.final_logits_bias = bias.view({config.vocab_size});
+  } else {
+    w.final_logits_bias = at::zeros({config.vocab_size}, at::kFloat);
+  }
+  return w;
+}
+
+void SelfAttentionCache::SelectRows(const at::Tensor& source) {
+  for (at::Tensor& k : keys) {
+    if (k.defined()) k = k.index_select(0, source);
+  }
+  for (at::Tensor& v : values) {
+    if (v.defined()) v = v.index_select(0, source);
+  }
+}
+
+BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {}
+
+at::Tensor BartDecoder::LayerNorm(const at::Tensor& x, const at::Tensor& weight,
+                                  const at::Tensor& bias) const {
+  return at::layer_norm(x, {config_.hidden_size}, weight, bias, config_.layer_norm_eps);
+}
+
+absl::StatusOr<CrossAttentionMemory> BartDecoder::Attend(const at::Tensor& hidden,
+                                                         const std::vector<int64_t>& valid_rows,
+                                                         double* flops) const {
+  if (hidden.dim() != 3 || hidden.size(2) != config_.hidden_size ||
+      hidden.size(0) != static_cast<int64_t>(valid_rows.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("encoder output: expected [", valid_rows.size(),
+                                                   ", rows, ", config_.hidden_size, "], got ",
+                                                   hidden.sizes().vec().size(), " dims"));
+  }
+  for (size_t b = 0; b < valid_rows.size(); ++b) {
+    if (valid_rows[b] < 1 || valid_rows[b] > hidden.size(1)) {
+      return absl::InvalidArgumentError(absl::StrCat("valid_rows[", b, "] = ", valid_rows[b],
+                                                     " outside [1, ", hidden.size(1), "]"));
+    }
+  }
+  const int64_t heads = config_.decoder_heads;
+  const int64_t h = config_.hidden_size;
+  CrossAttentionMemory memory;
+  try {
+    c10::InferenceMode inference_mode;
+    for (const BartDecoderLayerWeights& layer : weights_.layers) {
+      std::vector<at::Tensor> keys, values;
+      for (size_t b = 0; b < valid_rows.size(); ++b) {
+        const at::Tensor rows = hidden[static_cast<int64_t>(b)].narrow(0, 0, valid_rows[b]);
+        // [rows, 2h] -> [2, heads, rows, head_dim]
+        const at::Tensor kv = at::linear(rows, layer.cross.kv_weight, layer.cross.kv_bias)
+                                  .view({valid_rows[b], 2, heads, -1})
+                                  .permute({1, 2, 0, 3});
+        keys.push_back(kv[0].contiguous());
+        values.push_back(kv[1].contiguous());
+        if (flops != nullptr) *flops += 2.0 * valid_rows[b] * h * 2 * h;
+      }
+      memory.keys.push_back(std::move(keys));
+      memory.values.push_back(std::move(values));
+    }
+  } catch (const c10::Error& error) {
+    return absl::InternalError(
+        absl::StrCat("cross-attention projection failed: ", error.what_without_backtrace()));
+  }
+  return memory;
+}
+
+at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartLayerWeights& w, int layer,
+                                      SelfAttentionCache* cache, double* flops) const {
+  const int64_t rows = x.size(0);
+  const int64_t steps = x.size(1);
+  const int64_t h = config_.hidden_size;
+  const int64_t heads = config_.decoder_heads;
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
+  // [rows, steps, 3, heads, d] -> three [rows, heads, steps, d]
+  const at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
+                             .view({rows, steps, 3, heads, -1})
+                             .permute({2, 0, 3, 1, 4});
+  // BartAttention scales the projected queries before the product.
+  const at::Tensor query = qkv[0] * scaling;
+  at::Tensor& keys = cache->keys[layer];
+  at::Tensor& values = cache->values[layer];
+  keys = keys.defined() ? at::cat({keys, qkv[1]}, 2) : qkv[1].contiguous();
+  values = values.defined() ? at::cat({values, qkv[2]}, 2) : qkv[2].contiguous();
+  const int64_t total = keys.size(2);
+  at::Tensor scores = at::matmul(query, keys.transpose(2, 3));  // [rows, heads, steps, total]
+  if (steps > 1) {
+    // New token i sits at position past + i and sees keys 0 .. past + i.
+    const at::Tensor key_positions = at::arange(total, at::kLong).unsqueeze(0);
+    const at::Tensor query_positions = at::arange(total - steps, total, at::kLong).unsqueeze(1);
+    scores = scores.masked_fill(key_positions > query_positions,
+                                -std::numeric_limits<float>::infinity());
+  }
+  const at::Tensor context = at::matmul(at::softmax(scores, -1), values);
+  if (flops != nullptr) {
+    *flops += 2.0 * rows * steps * h * 3 * h        // q, k, v
+              + 2.0 * 2 * rows * steps * total * h  // scores and context, all heads
+              + 2.0 * rows * steps * h * h;         // out_proj
+  }
+  return at::linear(MergeHeads(context), w.out_weight, w.out_bias);
+}
+
+at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartCrossAttentionWeights& w,
+                                       const std::vector<at::Tensor>& keys,
+                                       const std::vector<at::Tensor>& values,
+                                       const std::vector<int64_t>& row_sequence,
+                                       double* flops) const {
+  const int64_t rows = x.size(0);
+  const int64_t steps = x.size(1);
+  const int64_t h = config_.hidden_size;
+  const int64_t heads = config_.decoder_heads;
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
+  const at::Tensor query = SplitHeads(at::linear(x, w.q_weight, w.q_bias) * scaling, heads);
+  // Rows of one sequence share its keys: one batched product per sequence,
+  // the rows folded into the query axis.
+  std::map<int64_t, std::vector<int64_t>> groups;
+  for (int64_t r = 0; r < rows; ++r) groups[row_sequence[r]].push_back(r);
+  at::Tensor context = groups.size() == 1 ? at::Tensor() : at::empty_like(query);
+  for (const auto& [sequence, members] : groups) {
+    const int64_t n = static_cast<int64_t>(members.size());
+    const at::Tensor index = at::tensor(members, at::kLong);
+    const at::Tensor q = groups.size() == 1 ? query : query.index_select(0, index);
+    // [n, heads, steps, d] -> [heads, n * steps, d]
+    const at::Tensor folded = q.transpose(0, 1).reshape({heads, n * steps, -1});
+    const at::Tensor& k = keys[sequence];  // [heads, source, d]
+    const at::Tensor probs = at::softmax(at::matmul(folded, k.transpose(1, 2)), -1);
+    const at::Tensor out =
+        at::matmul(probs, values[sequence]).view({heads, n, steps, -1}).transpose(0, 1);
+    if (groups.size() == 1) {
+      context = out;
+    } else {
+      context.index_copy_(0, index, out);
+    }
+    if (flops != nullptr) *flops += 2.0 * 2 * n * steps * k.size(1) * h;
+  }
+  if (flops != nullptr) *flops += 2.0 * 2 * rows * steps * h * h;  // q_proj, out_proj
+  return at::linear(MergeHeads(context), w.out_weight, w.out_bias);
+}
+
+absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
+                                                const std::vector<int64_t>& row_sequence,
+                                                const CrossAttentionMemory& memory,
+                                                SelfAttentionCache* cache, double* flops) const {
+  if (tokens.dim() != 2 || tokens.scalar_type() != at::kLong) {
+    return absl::InvalidArgumentError("tokens: expected [rows, steps] int64");
+  }
+  const int64_t rows = tokens.size(0);
+  const int64_t steps = tokens.size(1);
+  if (rows == 0 || steps == 0) return absl::InvalidArgumentError("tokens: empty");
+  if (static_cast<int64_t>(row_sequence.size()) != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row_sequence has ", row_sequence.size(), " entries for ", rows, " rows"));
+  }
+  for (int64_t sequence : row_sequence) {
+    if (sequence < 0 || sequence >= memory.sequences()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("row_sequence entry ", sequence, " outside [0, ", memory.sequences(), ")"));
+    }
+  }
+  const int num_layers = config_.decoder_layers;
+  if (static_cast<int>(memory.keys.size()) != num_layers) {
+    return absl::InvalidArgumentError("cross-attention memory has the wrong number of layers");
+  }
+  if (cache->keys.empty()) {
+    cache->keys.resize(num_layers);
+    cache->values.resize(num_layers);
+  }
+  if (cache->keys[0].defined() && cache->keys[0].size(0) != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokens have ", rows, " rows, the cache ", cache->keys[0].size(0)));
+  }
+  if (cache->past + steps > max_positions()) {
+    return absl::InvalidArgumentError(absl::StrCat("decoder position ", cache->past + steps - 1,
+                                                   " beyond the model's limit of ", max_positions(),
+                                                   " positions"));
+  }
+  const int64_t lowest = tokens.min().item<int64_t>();
+  const int64_t highest = tokens.max().item<int64_t>();
+  if (lowest < 0 || highest >= config_.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("token id ", lowest < 0 ? lowest : highest,
+                                                   " outside the vocabulary [0, ",
+                                                   config_.vocab_size, ")"));
+  }
+  try {
+    c10::InferenceMode inference_mode;
+    const int64_t offset = config_.position_offset() + cache->past;
+    at::Tensor x = at::embedding(weights_.token_embeddings, tokens);
+    if (config_.scale_embedding) x = x * std::sqrt(static_cast<double>(config_.hidden_size));
+    x = x +
+        at::embedding(weights_.position_embeddings, at::arange(offset, offset + steps, at::kLong))
+            .unsqueeze(0);
+    if (config_.embedding_layer_norm()) {
+      x = LayerNorm(x, weights_.embedding_norm_weight, weights_.embedding_norm_bias);
+    }
+    const bool pre = config_.pre_layer_norm();
+    for (int i = 0; i < num_layers; ++i) {
+      const BartDecoderLayerWeights& w = weights_.layers[i];
+      // BartDecoderLayer (post-LN) / PegasusDecoderLayer (pre-LN): self
+      // attention, cross-attention, feed-forward, each with a residual.
+      at::Tensor in =
+          pre ? LayerNorm(x, w.self.attention_norm_weight, w.self.attention_norm_bias) : x;
+      x = x + SelfAttention(in, w.self, i, cache, flops);
+      if (!pre) x = LayerNorm(x, w.self.attention_norm_weight, w.self.attention_norm_bias);
+
+      in = pre ? LayerNorm(x, w.cross.norm_weight, w.cross.norm_bias) : x;
+      x = x + CrossAttention(in, w.cross, memory.keys[i], memory.values[i], row_sequence, flops);
+      if (!pre) x = LayerNorm(x, w.cross.norm_weight, w.cross.norm_bias);
+
+      in = pre ? LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias) : x;
+      const at::Tensor inner =
+          ApplyActivation(at::linear(in, w.self.fc1_weight, w.self.fc1_bias), config_.activation);
+      x = x + at::linear(inner, w.self.fc2_weight, w.self.fc2_bias);
+      if (!pre) x = LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias);
+      if (flops != nullptr) {
+        *flops += 2.0 * 2 * rows * steps * config_.hidden_size * config_.decoder_ffn_size;
+      }
+    }
+    if (pre) x = LayerNorm(x, weights_.final_norm_weight, weights_.final_norm_bias);
+    cache->past += steps;
+    if (flops != nullptr) {
+      *flops += 2.0 * rows * steps * config_.hidden_size * config_.vocab_size;
+    }
+    return at::linear(x, weights_.lm_head, weights_.final_logits_bias);
+  } catch (const c10::Error& error) {
+    return absl::InternalError(
+        absl::StrCat(std::string(Seq2SeqArchitectureName(config_.architecture)),
+                     " decoder forward failed: ", error.what_without_backtrace()));
+  }
+}
+
+}  // namespace docsparse

@@ -1,0 +1,123 @@
+// The encoder half of BART and Pegasus in LibTorch, plain or LSG
+// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartEncoder / LSGPegasusEncoder),
+// with the attention delegated to an AttentionMechanism. The decoder is
+// model/seq2seq/bart_decoder.h.
+#ifndef DOCSPARSE_MODEL_SEQ2SEQ_BART_ENCODER_H_
+#define DOCSPARSE_MODEL_SEQ2SEQ_BART_ENCODER_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/attention/attention.h"
+#include "model/attention/cost_model.h"
+#include "model/checkpoint/bart_config.h"
+#include "model/checkpoint/safetensors.h"
+#include "model/encoder/encoder.h"
+
+namespace docsparse {
+
+struct BartLayerWeights {
+  at::Tensor qkv_weight, qkv_bias;  // [3h, h], [3h]: q_proj, k_proj, v_proj fused
+  at::Tensor out_weight, out_bias;  // self_attn.out_proj
+  at::Tensor attention_norm_weight, attention_norm_bias;  // self_attn_layer_norm
+  at::Tensor fc1_weight, fc1_bias;                        // [ffn, h], [ffn]
+  at::Tensor fc2_weight, fc2_bias;                        // [h, ffn], [h]
+  at::Tensor final_norm_weight, final_norm_bias;          // final_layer_norm
+};
+
+// The feed-forward activation of BART-family layers (ACT2FN).
+at::Tensor ApplyActivation(const at::Tensor& x, Activation activation);
+
+// Reads `<layer_prefix>self_attn.*`, fc1, fc2 and the two norms of one
+// layer (encoder layer, or the self-attention/FFN half of a decoder layer).
+absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
+                                                      const std::string& layer_prefix, int64_t h,
+                                                      int64_t ffn);
+
+struct BartEncoderWeights {
+  at::Tensor token_embeddings;  // [vocab, h]: shared / encoder.embed_tokens
+  // [max_position_embeddings + position_offset(), h]
+  at::Tensor position_embeddings;
+  at::Tensor embedding_norm_weight, embedding_norm_bias;  // BART: layernorm_embedding
+  at::Tensor final_norm_weight, final_norm_bias;          // Pegasus: encoder.layer_norm
+  // LSG: [512, h], the reference's table of global token embeddings (the
+  // first num_global_tokens rows are used).
+  at::Tensor global_embeddings;
+  std::vector<BartLayerWeights> layers;
+};
+
+// Reads the encoder weights from a checkpoint folder (model.safetensors or a
+// sharded index): bare names (BartModel) or under "model." (task models such
+// as BartForConditionalGeneration); token embeddings from "shared.weight",
+// else "encoder.embed_tokens.weight"; positions as ReadPositionTable
+// (model/seq2seq/seq2seq_embeddings.h). F16/BF16 become F32; shapes are checked
+// against the config. Decoder tensors are not read.
+absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& model_dir,
+                                                          const BartConfig& config);
+absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& checkpoint,
+                                                          const BartConfig& config);
+
+// Immutable after Create; Forward may run on several threads at once.
+//
+// Each sequence runs as the reference runs it alone (a batch of one), so a
+// result never depends on the rest of the batch. Pegasus: pre-LN layers, no
+// embedding LayerNorm, encoder.layer_norm after the last layer. LSG: the
+// global token embeddings (no position, no embedding scale) go in front of
+// the token embeddings, before BART's layernorm_embedding; Pegasus'
+// encoder.layer_norm covers the global rows too. A sequence longer than
+// 2·block_size is padded up to a multiple of the block size with
+// pad_token_id *tokens* (embedded, with their positions, as LSGBartEncoder
+// and LSGPegasusEncoder pad input_ids; BERT-family LSG pads with zero hidden
+// states instead); a shorter one runs full attention. Costs count the global
+// tokens as real tokens.
+class BartEncoder {
+ public:
+  static absl::StatusOr<std::unique_ptr<BartEncoder>> Create(
+      const std::string& model_dir, const BartConfig& config,
+      std::unique_ptr<AttentionMechanism> attention);
+  BartEncoder(BartConfig config, BartEncoderWeights weights,
+              std::unique_ptr<AttentionMechanism> attention);
+
+  // Runs the sequences (ids with BART's <s> … </s>; token_types must be
+  // empty) as one right-padded batch. `hidden` is [batch, global_rows() +
+  // longest, h], float32: with LSG and pass_global_tokens_to_decoder the
+  // global tokens' rows come first, unchanged by pool_with_global (what
+  // LSGBartEncoder hands its decoder); otherwise only the tokens, with
+  // pool_with_global applied for LSG. Row i's valid rows are [0,
+  // global_rows() + lengths[i]). Adds sequence i's cost to row_costs[i]
+  // (entries may be null or repeat; empty counts nothing). InvalidArgument
+  // for an empty batch, an empty sequence, one whose (adaptively padded)
+  // length exceeds the position table, an id outside the vocabulary, token
+  // types, or per-sequence vectors of the wrong size.
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
+                                        const std::vector<CostAccount*>& row_costs) const;
+  absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch, CostAccount* cost) const {
+    return Forward(batch, std::vector<CostAccount*>(batch.sequences.size(), cost));
+  }
+
+  const BartConfig& config() const { return config_; }
+  EncoderShape shape() const;
+  const AttentionMechanism& attention() const { return *attention_; }
+  // Leading global-token rows of Forward's output: num_global_tokens with LSG
+  // and pass_global_tokens_to_decoder, else 0.
+  int64_t global_rows() const;
+
+ private:
+  at::Tensor Layer(const at::Tensor& x, const BartLayerWeights& w,
+                   const std::vector<int64_t>& lengths,
+                   const std::vector<ItemAttentionOptions>& options, int layer,
+                   std::vector<ItemAttentionCost>* item_costs) const;
+
+  BartConfig config_;
+  BartEncoderWeights weights_;
+  std::unique_ptr<AttentionMechanism> attention_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_SEQ2SEQ_BART_ENCODER_H_
