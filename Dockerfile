@@ -121,13 +121,14 @@ FROM runtime-${VARIANT} AS runtime
 COPY --from=builder /out/runtime-packages.txt /tmp/runtime-packages.txt
 # The packages are exactly those whose libraries the binaries load, at
 # bookworm's current versions (the ones CI tested); pinning each would break
-# the build at every Debian security update. libopenblas0-pthread: Debian's
-# LibTorch otherwise runs on the reference BLAS, ~30x slower. curl: the
+# the build at every Debian security update. libopenblas0-openmp: Debian's
+# LibTorch otherwise runs on the reference BLAS, ~30x slower (the OpenMP build
+# shares LibTorch's threads; see scripts/setup). curl: the
 # HEALTHCHECK. tar: `kubectl cp` into the model loader pod.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends \
-       libopenblas0-pthread curl ca-certificates tar \
+       libopenblas0-openmp curl ca-certificates tar \
     && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
 COPY --from=builder /out/root/ /
 COPY --from=builder /out/bin/ /usr/local/bin/

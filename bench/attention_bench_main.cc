@@ -1,5 +1,6 @@
 // docsparse-bench: micro-benchmarks that print figures (never timed tests).
-// `docsparse-bench seq2seq` is bench/seq2seq_bench.h.
+// `docsparse-bench seq2seq` is bench/seq2seq_bench.h, `docsparse-bench encoder`
+// bench/encoder_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
@@ -32,7 +33,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/attention_impls.h"
+#include "bench/encoder_bench.h"
 #include "bench/seq2seq_bench.h"
+#include "common/cpu_runtime.h"
 
 ABSL_FLAG(std::vector<std::string>, impl, std::vector<std::string>({"dense", "lsg"}),
           "implementations to run");
@@ -81,6 +84,7 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   }
   c10::InferenceMode inference_mode;
   at::set_num_threads(c.threads);
+  KeepFreedMemoryForReuse();
   const double baseline = RssMb();
   const int64_t rows = prepared->extra_positions + c.seq;
   at::manual_seed(c.seed);
@@ -171,13 +175,19 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "seq2seq") {
     return docsparse::bench::RunSeq2SeqBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "encoder") {
+    return docsparse::bench::RunEncoderBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
                  "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
                  "[--json]\n"
                  "       docsparse-bench seq2seq [--s2s_tokens 4096,16384] [--s2s_rows 4] "
-                 "[--s2s_steps 32] [--repeats 5] [--threads 2] [--json]\n");
+                 "[--s2s_steps 32] [--repeats 5] [--threads 2] [--json]\n"
+                 "       docsparse-bench encoder [--enc_model models/minilm-lsg] "
+                 "[--enc_tokens 512,4096,16384] [--enc_precision fp32,bf16] [--repeats 5] "
+                 "[--threads 2] [--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;

@@ -26,6 +26,10 @@ std::string FormatCostReport(const v1::CostReport& cost) {
                         cost.input_tokens(), cost.windows(), cost.truncated() ? " (truncated)" : "",
                         cost.padded_tokens(), cost.batch_size());
   const std::string kind = v1::AttentionKind_Name(cost.attention());
+  if (!cost.precision().empty()) {
+    absl::StrAppendFormat(&out, "  compute     %s linear layers on %s\n", cost.precision(),
+                          cost.isa());
+  }
   absl::StrAppendFormat(&out, "  attention   %s, mean density %.4f, %d query-key pairs\n",
                         kind.substr(kind.rfind('_') + 1), cost.mean_density(),
                         cost.attention_edges());

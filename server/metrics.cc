@@ -413,6 +413,13 @@ ModelMetrics& Metrics::RegisterModel(const std::string& model, std::string_view 
   return *slot;
 }
 
+void Metrics::SetModelCompute(const std::string& model, std::string_view precision,
+                              std::string_view isa) {
+  absl::MutexLock lock(&mu_);
+  compute_labels_[model] =
+      LabelList({Label("model", model), Label("precision", precision), Label("isa", isa)});
+}
+
 ModelMetrics* Metrics::Find(std::string_view model) const {
   absl::MutexLock lock(&mu_);
   const auto it = models_.find(model);
@@ -429,6 +436,14 @@ std::string Metrics::Render() const {
   AppendSample("docsparse_build_info", Label("version", version_), uint64_t{1}, &out);
 
   absl::MutexLock lock(&mu_);
+  if (!compute_labels_.empty()) {
+    AppendFamilyHeader("docsparse_model_compute_info", "gauge",
+                       "Precision and instruction set of each model's linear layers; always 1.",
+                       &out);
+    for (const auto& [model, labels] : compute_labels_) {
+      AppendSample("docsparse_model_compute_info", labels, uint64_t{1}, &out);
+    }
+  }
   // Families are contiguous in the format: families outside, models inside.
   for (const FamilyInfo& family : kFamilies) {
     AppendFamilyHeader(family.name, family.type, family.help, &out);

@@ -127,6 +127,11 @@ class Metrics {
   // returns the same handle.
   ModelMetrics& RegisterModel(const std::string& model, std::string_view attention,
                               double load_seconds) ABSL_LOCKS_EXCLUDED(mu_);
+  // docsparse_model_compute_info{model, precision, isa} 1: what the model's
+  // linear layers run in ("fp32", "bf16") on which instruction set ("amx",
+  // "avx512", "avx2", ...). Setting it again replaces it.
+  void SetModelCompute(const std::string& model, std::string_view precision, std::string_view isa)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The handle for requests naming no loaded model (label model="unknown");
   // its series are rendered once something was observed on it.
@@ -145,6 +150,8 @@ class Metrics {
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<ModelMetrics>, std::less<>> models_ ABSL_GUARDED_BY(mu_);
   ModelMetrics* unknown_;  // owned by models_ under "unknown"
+  // model -> its compute_info labels, rendered once
+  std::map<std::string, std::string> compute_labels_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace docsparse

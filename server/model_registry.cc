@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "kernels/cpu_features.h"
 #include "model/attention/attention_switch.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/sbm_attention.h"
@@ -137,6 +138,12 @@ absl::Status LoadSummarizer(ServedModel* model) {
                        "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
     }
   }
+  if (model->serving.precision == Precision::kBf16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     "/docsparse.json: precision: \"bf16\" is not served for encoder-decoder "
+                     "models yet (\"fp32\" or \"auto\", which is fp32 for them)"));
+  }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
                    MakeSummarizerAttention(path, model->serving.attention, config));
@@ -208,11 +215,13 @@ bool IsSeq2SeqCheckpoint(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
-                                                             const std::string& path) {
+                                                             const std::string& path,
+                                                             std::optional<Precision> precision) {
   const auto start = std::chrono::steady_clock::now();
   auto model = std::make_unique<ServedModel>();
   model->name = name;
   model->path = path;
+  model->isa = std::string(IsaName(HostCpuFeatures()));
   ASSIGN_OR_RETURN(model->serving, LoadServingConfig(path + "/docsparse.json"));
   if (IsSeq2SeqCheckpoint(path)) {
     RETURN_IF_ERROR(LoadSummarizer(model.get()));
@@ -227,7 +236,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   ASSIGN_OR_RETURN(
       std::unique_ptr<AttentionMechanism> attention,
       MakeServingAttention(path, model->serving.attention, model->config, &model->sbm_clusters));
-  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention)));
+  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention),
+                                                   precision.value_or(model->serving.precision)));
+  model->precision = model->encoder->precision();
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
   model->labels = std::make_unique<LabelEmbeddingCache>();
@@ -239,7 +250,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::string& repository) {
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const std::string& repository, std::optional<Precision> precision) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(repository, error)) {
@@ -251,7 +263,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::st
     if (!entry.is_directory() || !fs::exists(entry.path() / "docsparse.json")) continue;
     const std::string name = entry.path().filename().string();
     absl::StatusOr<std::unique_ptr<ServedModel>> model =
-        LoadServedModel(name, entry.path().string());
+        LoadServedModel(name, entry.path().string(), precision);
     if (!model.ok()) {
       return absl::Status(model.status().code(),
                           absl::StrCat("model '", name, "': ", model.status().message()));

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "model/attention/cost_model.h"
 #include "model/checkpoint/generation_config.h"
 #include "model/checkpoint/hf_config.h"
+#include "model/checkpoint/precision.h"
 #include "model/checkpoint/serving_config.h"
 #include "model/encoder/classification_head.h"
 #include "model/encoder/encoder.h"
@@ -72,6 +74,10 @@ struct ServedModel {
   std::unique_ptr<Seq2SeqModel> seq2seq;
   GenerationConfig generation;
   double load_seconds = 0;
+  // What the linear layers run in (kFp32 or kBf16, never kAuto), and the
+  // CPU's instruction set, as the cost report and /metrics state them.
+  Precision precision = Precision::kFp32;
+  std::string isa;
 
   bool abstractive() const { return seq2seq != nullptr; }
   // "bert", "roberta", "distilbert", "bart", "pegasus".
@@ -90,7 +96,10 @@ class ModelRegistry {
  public:
   // Loads every sub-folder of `repository` that holds a docsparse.json.
   // Fails (naming the folder) if one of them does not load, or if none does.
-  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository);
+  // `precision`, when set (the server's --precision), replaces every encoder
+  // model's docsparse.json "precision".
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
+      const std::string& repository, std::optional<Precision> precision = std::nullopt);
 
   // The model named `name`; an empty name means the default model (the one
   // whose docsparse.json says "default": true, else the first by name).
@@ -113,9 +122,10 @@ bool IsSeq2SeqCheckpoint(const std::string& path);
 // allocations.
 absl::Status WarmUp(const ServedModel& model);
 
-// Loads one model folder.
-absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
-                                                             const std::string& path);
+// Loads one model folder; `precision` as in ModelRegistry::Load.
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(
+    const std::string& name, const std::string& path,
+    std::optional<Precision> precision = std::nullopt);
 
 }  // namespace docsparse
 

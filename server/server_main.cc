@@ -21,6 +21,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_runtime.h"
+#include "kernels/cpu_features.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
 #include "server/http_endpoint.h"
@@ -34,6 +36,10 @@ ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
 ABSL_FLAG(int, metrics_port, 9090, "HTTP port for /metrics, /healthz, /readyz (0: free one).");
 ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
+ABSL_FLAG(std::string, precision, "",
+          "Linear layers' precision for every encoder model: auto (bf16 where the CPU has AMX "
+          "or AVX512-BF16, else fp32), fp32 or bf16. Empty: each model's docsparse.json "
+          "\"precision\" (default auto).");
 ABSL_FLAG(int, max_queue, 256,
           "Requests waiting per model before RESOURCE_EXHAUSTED (also capped by the model's "
           "batching.max_queue_size).");
@@ -83,6 +89,9 @@ int Serve() {
                           ? absl::GetFlag(FLAGS_threads)
                           : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(1, threads));
+  KeepFreedMemoryForReuse();
+  std::cerr << "docsparse-server: " << at::get_num_threads() << " threads, BLAS "
+            << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
 
   Metrics metrics(DOCSPARSE_VERSION);
   std::atomic<bool> ready{false};
@@ -95,15 +104,26 @@ int Serve() {
     return 1;
   }
 
-  auto registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository));
+  std::optional<Precision> precision;
+  if (const std::string flag = absl::GetFlag(FLAGS_precision); !flag.empty()) {
+    precision = ParsePrecision(flag);
+    if (!precision.has_value()) {
+      std::cerr << "docsparse-server: --precision: \"" << flag
+                << "\" is not one of auto, fp32, bf16\n";
+      return 2;
+    }
+  }
+  auto registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), precision);
   if (!registry.ok()) {
     std::cerr << "docsparse-server: " << registry.status().message() << "\n";
     return 1;
   }
   for (const ServedModel* model : (*registry)->models()) {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
+    metrics.SetModelCompute(model->name, PrecisionName(model->precision), model->isa);
     std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
-              << " in " << model->load_seconds << " s\n";
+              << " in " << model->load_seconds << " s (" << PrecisionName(model->precision)
+              << " on " << model->isa << ")\n";
   }
 
   ServerLimits limits;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/attention/cost_model.h"
+#include "model/checkpoint/precision.h"
 
 namespace docsparse {
 
@@ -51,6 +52,10 @@ struct AttentionInputs {
   int layer = 0;
   // [batch], or empty: every item with default options.
   std::vector<ItemAttentionOptions> item_options;
+  // The model's precision (kFp32 or kBf16). With kBf16 a mechanism may run its
+  // matrix products in bf16 (dense does: q·kᵀ and p·v on the CPU's bf16
+  // hardware); softmax and the output stay fp32.
+  Precision precision = Precision::kFp32;
 };
 
 // Implementations are immutable and safe to call from several threads.
@@ -67,7 +72,8 @@ class AttentionMechanism {
                              std::vector<ItemAttentionCost>* item_costs) const = 0;
 };
 
-// softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS); density 1.
+// softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS, or oneDNN's
+// bf16 matmul for a bf16 model); density 1.
 std::unique_ptr<AttentionMechanism> MakeDenseAttention();
 
 }  // namespace docsparse

@@ -48,6 +48,7 @@ class SwitchingAttention final : public AttentionMechanism {
       part.key = take(in.key);
       part.value = take(in.value);
       part.layer = in.layer;
+      part.precision = in.precision;
       std::vector<ItemAttentionCost> part_costs;
       const at::Tensor part_context = mechanism->Forward(part, &part_costs);
       for (size_t i = 0; i < rows.size(); ++i) {

@@ -365,6 +365,12 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
   if (const json* attention = reader.Get("attention")) {
     RETURN_IF_ERROR(ParseAttention(v, *attention, result.attention));
   }
+  if (const json* precision = reader.Get("precision")) {
+    ASSIGN_OR_RETURN(result.precision, v.Enum<Precision>("precision", *precision,
+                                                         {{"auto", Precision::kAuto},
+                                                          {"fp32", Precision::kFp32},
+                                                          {"bf16", Precision::kBf16}}));
+  }
   if (const json* max_tokens = reader.Get("max_document_tokens")) {
     ASSIGN_OR_RETURN(result.max_document_tokens,
                      v.Int("max_document_tokens", *max_tokens, 1, 1 << 24));

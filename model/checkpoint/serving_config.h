@@ -16,6 +16,7 @@
 //     "pooling": "mean",                 // "mean" | "cls"
 //     "normalize": true,
 //     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm"
+//     "precision": "auto",               // "auto" | "fp32" | "bf16" (linear layers)
 //     "max_document_tokens": 65536,      // hard cap per request
 //     "overflow": "chunk",               // "reject" | "truncate" | "chunk"
 //     "zero_shot": {
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/checkpoint/precision.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace docsparse {
@@ -104,6 +106,10 @@ struct ServingConfig {
   PoolingMode pooling = PoolingMode::kMean;
   bool normalize = true;  // L2-normalise embeddings
   AttentionChoice attention;
+  // The linear layers' precision; "auto" is bf16 where the CPU multiplies
+  // bf16 natively (AMX, AVX512-BF16), else fp32. The server's --precision
+  // overrides it for every model.
+  Precision precision = Precision::kAuto;
   int64_t max_document_tokens = 65536;  // [1, 16777216], whole document
   OverflowPolicy overflow = OverflowPolicy::kChunk;
   ZeroShotConfig zero_shot;

@@ -9,19 +9,30 @@
 #include "common/status_macros.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
+#include "model/encoder/linear_precision.h"
 
 namespace docsparse {
 
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
     const std::string& model_dir, const EncoderConfig& config,
-    std::unique_ptr<AttentionMechanism> attention) {
+    std::unique_ptr<AttentionMechanism> attention, Precision precision) {
   ASSIGN_OR_RETURN(EncoderWeights weights, LoadEncoderWeights(model_dir, config));
-  return std::make_unique<Encoder>(config, std::move(weights), std::move(attention));
+  return std::make_unique<Encoder>(config, std::move(weights), std::move(attention), precision);
 }
 
 Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
-                 std::unique_ptr<AttentionMechanism> attention)
-    : config_(std::move(config)), weights_(std::move(weights)), attention_(std::move(attention)) {}
+                 std::unique_ptr<AttentionMechanism> attention, Precision precision)
+    : config_(std::move(config)),
+      precision_(ResolvePrecision(precision, HostCpuFeatures())),
+      weights_(std::move(weights)),
+      attention_(std::move(attention)) {
+  for (EncoderLayerWeights& layer : weights_.layers) {
+    for (at::Tensor* weight : {&layer.qkv_weight, &layer.output_weight, &layer.intermediate_weight,
+                               &layer.ffn_output_weight}) {
+      *weight = WeightForPrecision(*weight, precision_);
+    }
+  }
+}
 
 EncoderShape Encoder::shape() const {
   return EncoderShape{config_.num_layers, config_.num_heads,
@@ -109,19 +120,20 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.hidden_size / heads;
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
-  at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
+  at::Tensor qkv = Project(x, w.qkv_weight, w.qkv_bias)
                        .view({batch, seq, 3, heads, head_dim})
                        .permute({2, 0, 3, 1, 4});
   AttentionInputs inputs{
-      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options};
+      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options,
+      precision_};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .permute({0, 2, 1, 3})
                            .reshape({batch, seq, config_.hidden_size});
   at::Tensor attended =
-      at::layer_norm(at::linear(context, w.output_weight, w.output_bias) + x, {config_.hidden_size},
+      at::layer_norm(Project(context, w.output_weight, w.output_bias) + x, {config_.hidden_size},
                      w.attention_norm_weight, w.attention_norm_bias, config_.layer_norm_eps);
-  at::Tensor inner = Activate(at::linear(attended, w.intermediate_weight, w.intermediate_bias));
-  return at::layer_norm(at::linear(inner, w.ffn_output_weight, w.ffn_output_bias) + attended,
+  at::Tensor inner = Activate(Project(attended, w.intermediate_weight, w.intermediate_bias));
+  return at::layer_norm(Project(inner, w.ffn_output_weight, w.ffn_output_bias) + attended,
                         {config_.hidden_size}, w.output_norm_weight, w.output_norm_bias,
                         config_.layer_norm_eps);
 }

@@ -14,6 +14,7 @@
 #include "model/attention/attention.h"
 #include "model/attention/cost_model.h"
 #include "model/checkpoint/hf_config.h"
+#include "model/checkpoint/precision.h"
 
 namespace docsparse {
 
@@ -68,13 +69,17 @@ struct EncoderOutput {
 // global token 0's output replaces the first token's; the global tokens are
 // then dropped from the output. Costs count the global tokens as real
 // tokens (they are queries and keys like any other).
+//
+// `precision` is that of the layers' linear products (linear_precision.h):
+// kAuto is resolved against this CPU at construction; precision() says what
+// runs. The fp32 encoder is the reference the others are tested against.
 class Encoder {
  public:
   static absl::StatusOr<std::unique_ptr<Encoder>> Create(
       const std::string& model_dir, const EncoderConfig& config,
-      std::unique_ptr<AttentionMechanism> attention);
+      std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32);
   Encoder(EncoderConfig config, EncoderWeights weights,
-          std::unique_ptr<AttentionMechanism> attention);
+          std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32);
 
   // Runs the sequences as one right-padded batch. Adds sequence i's cost to
   // row_costs[i] (entries may be null or repeat; an empty vector counts
@@ -90,6 +95,7 @@ class Encoder {
   const EncoderConfig& config() const { return config_; }
   EncoderShape shape() const;
   const AttentionMechanism& attention() const { return *attention_; }
+  Precision precision() const { return precision_; }  // kFp32 or kBf16
   // Longest sequence (special tokens included) the position table allows.
   int64_t max_sequence_length() const;
 
@@ -109,7 +115,8 @@ class Encoder {
   at::Tensor Activate(const at::Tensor& x) const;
 
   EncoderConfig config_;
-  EncoderWeights weights_;
+  Precision precision_;
+  EncoderWeights weights_;  // the layers' linear weights stored for precision_
   std::unique_ptr<AttentionMechanism> attention_;
 };
 

@@ -29,7 +29,7 @@ done
 
 # The libraries the build is about, by the packages that must carry them.
 for pattern in '^libgrpc\+\+1\.' '^libprotobuf[0-9]' '^libabsl[0-9]' '^libtorch[0-9]' \
-  '^libcpp-httplib' '^libopenblas0-pthread$'; do
+  '^libcpp-httplib' '^libopenblas0-openmp$'; do
   grep -Eq "$pattern" "$out/runtime-packages.txt" ||
     fail "runtime-packages.txt has no package matching $pattern"
 done

@@ -35,7 +35,9 @@ class ClassificationHeadServerTest : public ::testing::Test {
     vocab.close();
     std::ofstream(model / "docsparse.json") << R"({"tasks": ["classify", "embed"]})";
     ASSERT_TRUE(
-        server_.Start(testing::ServerBinary(), testing::LoopbackFlags(repository_.string())))
+        server_.Start(testing::ServerBinary(), testing::LoopbackFlags(
+                                                   // fp32: compared with HF at 1e-4.
+                                                   repository_.string(), {"--precision=fp32"})))
         << server_.output();
     auto client = DocsparseClient::Connect(server_.grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();

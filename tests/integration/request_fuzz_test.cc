@@ -245,10 +245,11 @@ class RequestFuzzTest : public ::testing::Test {
     server_ = std::make_unique<testing::ServerProcess>();
     ASSERT_TRUE(server_->Start(
         testing::ServerBinary(),
-        testing::LoopbackFlags(
-            testing::MiniLmOnlyRepository(),
-            {"--threads=2", "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
-             "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
+        testing::LoopbackFlags(testing::MiniLmOnlyRepository(),
+                               // fp32: after the fuzzing, answers are checked against HF's at 1e-4.
+                               {"--threads=2", "--precision=fp32",
+                                "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
+                                "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
         << ServerOutput();
     auto client = DocsparseClient::Connect(server_->grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();

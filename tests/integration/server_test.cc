@@ -26,10 +26,12 @@ class ServerTest : public ::testing::Test {
     server_ = new testing::ServerProcess();
     ASSERT_TRUE(server_->Start(
         testing::ServerBinary(),
-        testing::LoopbackFlags(
-            testing::MiniLmOnlyRepository(),
-            {"--threads=2", "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
-             "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
+        testing::LoopbackFlags(testing::MiniLmOnlyRepository(),
+                               // fp32: embeddings are compared with HF transformers' at 1e-4;
+                               // bf16 has its own fidelity gate (tests/model/encoder).
+                               {"--threads=2", "--precision=fp32",
+                                "--max_document_bytes=" + std::to_string(kMaxDocumentBytes),
+                                "--max_document_tokens=" + std::to_string(kMaxDocumentTokens)})))
         << server_->output();
     auto client = DocsparseClient::Connect(server_->grpc_address());
     ASSERT_TRUE(client.ok()) << client.status();

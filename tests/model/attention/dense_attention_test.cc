@@ -53,5 +53,31 @@ TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
   EXPECT_EQ(costs[2].head_edges, std::vector<int64_t>(heads, 1));
 }
 
+TEST(DenseAttentionTest, Bf16ProductsStayWithinBf16RoundingOfFp32) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(11);
+  const int64_t batch = 2, heads = 3, seq = 37, head_dim = 32;
+  AttentionInputs fp32{at::randn({batch, heads, seq, head_dim}),
+                       at::randn({batch, heads, seq, head_dim}),
+                       at::randn({batch, heads, seq, head_dim}),
+                       {37, 20},
+                       0,
+                       {}};
+  AttentionInputs bf16 = fp32;
+  bf16.precision = Precision::kBf16;
+  std::vector<ItemAttentionCost> costs;
+  const at::Tensor want = MakeDenseAttention()->Forward(fp32, &costs);
+  const at::Tensor got = MakeDenseAttention()->Forward(bf16, &costs);
+  ASSERT_EQ(got.scalar_type(), at::kFloat);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t length = fp32.lengths[b];
+    const at::Tensor diff = (got[b] - want[b]).slice(1, 0, length).abs();
+    // Inputs and probabilities rounded to 8 mantissa bits: outputs of
+    // magnitude ~1 move by a few 2^-8; a wrong mask or scale moves them by ~1.
+    EXPECT_LT(diff.max().item<double>(), 0.05) << "item " << b;
+    EXPECT_GT(diff.max().item<double>(), 0.0) << "the bf16 path did not run";
+  }
+}
+
 }  // namespace
 }  // namespace docsparse

@@ -25,6 +25,7 @@ TEST(ServingConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_EQ(config->pooling, PoolingMode::kMean);
   EXPECT_TRUE(config->normalize);
   EXPECT_EQ(config->attention.kind, "native");
+  EXPECT_EQ(config->precision, Precision::kAuto);
   EXPECT_EQ(config->max_document_tokens, 65536);
   EXPECT_EQ(config->overflow, OverflowPolicy::kChunk);
   EXPECT_DOUBLE_EQ(config->zero_shot.temperature, 0.05);
@@ -43,6 +44,7 @@ json Full() {
     "pooling": "cls",
     "normalize": false,
     "attention": {"kind": "dense"},
+    "precision": "bf16",
     "max_document_tokens": 4096,
     "overflow": "reject",
     "zero_shot": {
@@ -68,6 +70,7 @@ TEST(ServingConfigTest, EveryKeyIsRead) {
   EXPECT_FALSE(config->HasTask(Task::kSummarize));
   EXPECT_EQ(config->pooling, PoolingMode::kCls);
   EXPECT_FALSE(config->normalize);
+  EXPECT_EQ(config->precision, Precision::kBf16);
   EXPECT_EQ(config->max_document_tokens, 4096);
   EXPECT_EQ(config->overflow, OverflowPolicy::kReject);
   EXPECT_DOUBLE_EQ(config->zero_shot.temperature, 0.1);
@@ -87,6 +90,9 @@ TEST(ServingConfigTest, EnumNames) {
   EXPECT_EQ(TaskName(Task::kSummarize), "summarize");
   EXPECT_EQ(PoolingModeName(PoolingMode::kCls), "cls");
   EXPECT_EQ(OverflowPolicyName(OverflowPolicy::kTruncate), "truncate");
+  EXPECT_EQ(PrecisionName(Precision::kBf16), "bf16");
+  EXPECT_EQ(ParsePrecision("fp32"), Precision::kFp32);
+  EXPECT_EQ(ParsePrecision("int8"), std::nullopt);
 }
 
 struct BadCase {
@@ -112,6 +118,9 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        "attention.kind: unsupported value \"bigbird\" (expected \"native\" or \"dense\" or "
        "\"lsg\" or \"sbm\")"},
       {"/default", "yes", "default: expected boolean, got string"},
+      {"/precision", "fp16",
+       "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\")"},
+      {"/precision", 16, "precision: expected string, got integer"},
       {"/attention/block_size", 64, "attention.block_size: unknown key"},
       {"/max_document_tokens", 0, "max_document_tokens: 0 is out of range [1, 16777216]"},
       {"/max_document_tokens", 1.5, "max_document_tokens: expected integer, got number"},

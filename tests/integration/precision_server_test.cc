@@ -1,0 +1,78 @@
+// The server's --precision: the cost report and /metrics say which precision
+// and instruction set served a request, a bf16 server answers within the
+// fidelity gate of an fp32 one, and a bad value stops the server at start
+// with a message naming the flag.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "client/docsparse_client.h"
+#include "tests/common/fixture_paths.h"
+#include "tests/common/running_server.h"
+
+namespace docsparse {
+namespace {
+
+v1::EmbedRequest EmbedGpl3() {
+  v1::EmbedRequest request;
+  request.set_model("minilm");
+  request.mutable_document()->set_text(
+      testing::ReadFile("/usr/share/common-licenses/GPL-3").substr(0, 6000));
+  return request;
+}
+
+std::string Metrics(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  auto response = http.Get("/metrics");
+  return response && response->status == 200 ? response->body : "";
+}
+
+TEST(PrecisionServerTest, CostReportAndMetricsNameThePrecisionAndBf16StaysWithinTheGate) {
+  ASSERT_TRUE(testing::MiniLmPresent());
+  testing::RunningServer fp32, bf16;
+  ASSERT_NO_FATAL_FAILURE(testing::StartServer(testing::MiniLmOnlyRepository(),
+                                               {"--threads=2", "--precision=fp32"}, &fp32));
+  ASSERT_NO_FATAL_FAILURE(testing::StartServer(testing::MiniLmOnlyRepository(),
+                                               {"--threads=2", "--precision=bf16"}, &bf16));
+  auto reference = fp32.client->Embed(EmbedGpl3());
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  auto candidate = bf16.client->Embed(EmbedGpl3());
+  ASSERT_TRUE(candidate.ok()) << candidate.status();
+
+  EXPECT_EQ(reference->cost().precision(), "fp32");
+  EXPECT_EQ(candidate->cost().precision(), "bf16");
+  const std::set<std::string> isas = {"amx", "avx512_bf16", "avx512", "avx2", "baseline"};
+  EXPECT_TRUE(isas.count(candidate->cost().isa())) << candidate->cost().isa();
+  EXPECT_EQ(candidate->cost().isa(), reference->cost().isa());
+
+  ASSERT_EQ(reference->embedding_size(), candidate->embedding_size());
+  double dot = 0, a = 0, b = 0;
+  for (int i = 0; i < reference->embedding_size(); ++i) {
+    dot += reference->embedding(i) * candidate->embedding(i);
+    a += reference->embedding(i) * reference->embedding(i);
+    b += candidate->embedding(i) * candidate->embedding(i);
+  }
+  EXPECT_GE(dot / std::sqrt(a * b), 0.999);
+
+  const std::string metrics = Metrics(bf16.process->http_address());
+  EXPECT_NE(metrics.find("docsparse_model_compute_info{model=\"minilm\",precision=\"bf16\",isa=\"" +
+                         candidate->cost().isa() + "\"} 1"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
+  testing::ServerProcess server;
+  EXPECT_FALSE(
+      server.Start(testing::ServerBinary(),
+                   testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {"--precision=fp16"})));
+  EXPECT_NE(server.output().find("--precision: \"fp16\""), std::string::npos) << server.output();
+}
+
+}  // namespace
+}  // namespace docsparse

@@ -1,0 +1,152 @@
+// The precision of the encoder's linear layers (linear_precision.h): kAuto
+// follows the CPU, and the bf16 encoder meets the fidelity gate against the
+// fp32 one on real text at 512 (dense MiniLM), 4,096 and 16,384 tokens
+// (models/minilm-lsg, one pass): cosine of the mean-pooled embeddings
+// >= 0.999.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "model/attention/lsg_attention.h"
+#include "model/checkpoint/hf_config.h"
+#include "model/encoder/encoder.h"
+#include "model/encoder/linear_precision.h"
+#include "model/text/wordpiece_tokenizer.h"
+#include "tests/common/fixture_paths.h"
+
+namespace docsparse {
+namespace {
+
+TEST(LinearPrecisionTest, AutoIsBf16OnlyWhereTheCpuMultipliesBf16Natively) {
+  CpuFeatures avx2;
+  avx2.avx2_fma = true;
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx2), Precision::kFp32);
+  CpuFeatures avx512 = avx2;
+  avx512.avx512f = true;
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx512), Precision::kFp32);
+  CpuFeatures avx512_bf16 = avx512;
+  avx512_bf16.avx512_bf16 = true;
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx512_bf16), Precision::kBf16);
+  CpuFeatures amx = avx512;
+  amx.amx_bf16 = true;
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, amx), Precision::kBf16);
+  // An explicit choice is kept, whatever the CPU.
+  EXPECT_EQ(ResolvePrecision(Precision::kBf16, avx2), Precision::kBf16);
+  EXPECT_EQ(ResolvePrecision(Precision::kFp32, amx), Precision::kFp32);
+  EXPECT_EQ(IsaName(amx), "amx");
+  EXPECT_EQ(IsaName(avx2), "avx2");
+}
+
+TEST(LinearPrecisionTest, Bf16ProjectionIsCloseToFp32AndAddsTheBiasInFp32) {
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({2, 7, 48});
+  const at::Tensor weight = at::randn({40, 48}) * 0.1;
+  // A large bias exposes one rounded to bf16 (8 bits of mantissa: 1000.3
+  // would become 1000).
+  const at::Tensor bias = at::full({40}, 1000.3);
+  const at::Tensor fp32 = Project(x, weight, bias);
+  const at::Tensor bf16 = Project(x, WeightForPrecision(weight, Precision::kBf16), bias);
+  EXPECT_EQ(bf16.scalar_type(), at::kFloat);
+  EXPECT_EQ(bf16.sizes(), fp32.sizes());
+  // Rounding x and the weight to bf16: a relative error of ~2^-8 per term.
+  EXPECT_LT((bf16 - fp32).abs().max().item<float>(), 0.05f);
+  EXPECT_EQ(WeightForPrecision(weight, Precision::kFp32).data_ptr(), weight.data_ptr());
+}
+
+// Real, varied English text: the licenses every Debian machine has.
+std::string HeldOutText() {
+  std::string text;
+  for (const char* name : {"GPL-3", "Apache-2.0", "MPL-2.0", "LGPL-3", "Artistic", "GFDL-1.3"}) {
+    text += testing::ReadFile(std::string("/usr/share/common-licenses/") + name);
+    text += "\n";
+  }
+  return text;
+}
+
+// [CLS] + the first tokens of the text + [SEP]: exactly `length` ids.
+std::vector<int32_t> Document(const WordPieceTokenizer& tokenizer, int length) {
+  static const std::string text = HeldOutText();
+  std::vector<int32_t> ids = tokenizer.Encode(text);
+  std::vector<int32_t> document;
+  while (static_cast<int>(document.size()) < length - 2) {
+    for (int32_t id : ids) {
+      if (static_cast<int>(document.size()) == length - 2) break;
+      document.push_back(id);
+    }
+  }
+  return tokenizer.Frame(document, static_cast<size_t>(length));
+}
+
+at::Tensor MeanEmbedding(const Encoder& encoder, const std::vector<int32_t>& document) {
+  EncoderBatch batch;
+  batch.sequences.push_back(document);
+  absl::StatusOr<EncoderOutput> output = encoder.Forward(batch, nullptr);
+  EXPECT_TRUE(output.ok()) << output.status();
+  if (!output.ok()) return at::Tensor();
+  return output->hidden[0].mean(0);
+}
+
+struct GateCase {
+  std::string model;  // folder under models/
+  int tokens;
+};
+
+class EncoderPrecisionGateTest : public ::testing::TestWithParam<GateCase> {};
+
+TEST_P(EncoderPrecisionGateTest, Bf16EmbeddingCosineToFp32IsAtLeast0999) {
+  const GateCase& gate = GetParam();
+  // Without bf16 hardware, LibTorch emulates bf16 products slowly: the long
+  // cases would take minutes there. The 512-token case runs everywhere.
+  if (gate.tokens > 512 && !HasNativeBf16(HostCpuFeatures())) {
+    GTEST_SKIP() << "no native bf16 (AMX or AVX512-BF16) on this CPU ("
+                 << IsaName(HostCpuFeatures()) << ")";
+  }
+  const std::string dir = testing::SourcePath("models/" + gate.model);
+  ASSERT_TRUE(std::filesystem::exists(dir + "/config.json"))
+      << dir << " is missing: run scripts/setup and scripts/prepare-models";
+  auto config = LoadEncoderConfig(dir + "/config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto tokenizer = WordPieceTokenizer::FromModelDir(dir);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const auto attention = [&config]() -> std::unique_ptr<AttentionMechanism> {
+    if (config->lsg.has_value()) return MakeLsgAttention(*config->lsg);
+    return MakeDenseAttention();
+  };
+  auto fp32 = Encoder::Create(dir, *config, attention(), Precision::kFp32);
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  auto bf16 = Encoder::Create(dir, *config, attention(), Precision::kBf16);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ((*fp32)->precision(), Precision::kFp32);
+  EXPECT_EQ((*bf16)->precision(), Precision::kBf16);
+
+  const std::vector<int32_t> document = Document(**tokenizer, gate.tokens);
+  ASSERT_EQ(static_cast<int>(document.size()), gate.tokens);
+  const at::Tensor reference = MeanEmbedding(**fp32, document);
+  const at::Tensor candidate = MeanEmbedding(**bf16, document);
+  ASSERT_TRUE(reference.defined() && candidate.defined());
+  const double cosine = at::cosine_similarity(reference, candidate, 0).item<double>();
+  RecordProperty("cosine", std::to_string(cosine));
+  EXPECT_GE(cosine, 0.999) << gate.model << " at " << gate.tokens << " tokens";
+  // Not the same numbers: the bf16 path really ran.
+  EXPECT_GT((reference - candidate).abs().max().item<float>(), 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeldOutText, EncoderPrecisionGateTest,
+                         ::testing::Values(GateCase{"minilm", 512}, GateCase{"minilm-lsg", 4096},
+                                           GateCase{"minilm-lsg", 16384}),
+                         [](const ::testing::TestParamInfo<GateCase>& info) {
+                           std::string name =
+                               info.param.model + "_" + std::to_string(info.param.tokens);
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace docsparse
