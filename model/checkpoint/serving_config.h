@@ -27,7 +27,7 @@
 //     },
 //     "extractive": {"max_sentences": 5, "diversity": 0.3},
 //     "batching": {"max_batch_size": 16, "max_queue_size": 256,
-//                  "max_queue_delay_ms": 5, "max_batch_tokens": 16384,
+//                  "max_queue_delay_ms": 0, "max_batch_tokens": 16384,
 //                  "max_batch_attention_gflops": 50}
 //   }
 // Checks that need other files (e.g. that "classify" has labels from here, the
@@ -90,9 +90,12 @@ struct ExtractiveConfig {
 };
 
 struct BatchingConfig {
-  int max_batch_size = 16;     // [1, 4096]
-  int max_queue_size = 256;    // [max_batch_size, 1048576]
-  int max_queue_delay_ms = 5;  // [0, 10000]: wait to fill a batch
+  int max_batch_size = 16;   // [1, 4096]
+  int max_queue_size = 256;  // [max_batch_size, 1048576]
+  // [0, 10000]: how long the oldest request may wait for others to join its
+  // batch. 0 (Triton's default): an idle engine starts a lone request at once,
+  // and batches form from what queued while the engine was busy.
+  int max_queue_delay_ms = 0;
   // Priced-cost caps of one batch (a request over them runs alone).
   int64_t max_batch_tokens = 16384;          // [1, 2^30]
   double max_batch_attention_gflops = 50.0;  // [1e-6, 1e9]

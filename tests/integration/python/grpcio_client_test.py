@@ -39,9 +39,12 @@ def generate_stubs(proto_dir, out_dir):
 
 
 def start_server(binary, repository):
+    # fp32: answers are compared with each other across batch compositions at
+    # 1e-6; bf16 products round differently with the shape of the batch (the
+    # bf16 gate is tests/integration/precision_server_test.cc).
     proc = subprocess.Popen(
         [binary, "--host=127.0.0.1", "--port=0", "--metrics_port=0",
-         f"--model_repository={repository}", "--threads=2",
+         f"--model_repository={repository}", "--threads=2", "--precision=fp32",
          "--max_document_tokens=20000"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     address = None

@@ -35,7 +35,7 @@ TEST(ServingConfigTest, EmptyObjectGivesDefaults) {
   EXPECT_DOUBLE_EQ(config->extractive.diversity, 0.3);
   EXPECT_EQ(config->batching.max_batch_size, 16);
   EXPECT_EQ(config->batching.max_queue_size, 256);
-  EXPECT_EQ(config->batching.max_queue_delay_ms, 5);
+  EXPECT_EQ(config->batching.max_queue_delay_ms, 0);
 }
 
 json Full() {
@@ -58,7 +58,7 @@ json Full() {
     },
     "extractive": {"max_sentences": 3, "diversity": 0},
     "batching": {"max_batch_size": 8, "max_queue_size": 8,
-                 "max_queue_delay_ms": 0}
+                 "max_queue_delay_ms": 7}
   })");
 }
 
@@ -83,7 +83,7 @@ TEST(ServingConfigTest, EveryKeyIsRead) {
   EXPECT_DOUBLE_EQ(config->extractive.diversity, 0.0);
   EXPECT_EQ(config->batching.max_batch_size, 8);
   EXPECT_EQ(config->batching.max_queue_size, 8);
-  EXPECT_EQ(config->batching.max_queue_delay_ms, 0);
+  EXPECT_EQ(config->batching.max_queue_delay_ms, 7);
 }
 
 TEST(ServingConfigTest, EnumNames) {
