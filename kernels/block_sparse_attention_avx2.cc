@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/vector_exp.h"
+
 namespace docsparse {
 
 bool CpuHasAvx2Fma() {
@@ -16,29 +18,6 @@ bool CpuHasAvx2Fma() {
 namespace {
 
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
-
-// exp(x) for x <= 0 (scores minus their running maximum), Cephes' expf
-// polynomial after range reduction x = n·ln2 + r; relative error ~1e-7.
-// Inputs below -87 give ~1e-38 rather than 0; the executor never sees masked
-// keys (plans leave them out), so no -inf arrives here.
-DOCSPARSE_AVX2 inline __m256 Exp256(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_floor_ps(
-      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 poly = _mm256_set1_ps(1.9875691500E-4f);
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894E-2f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459E-1f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
-  const __m256 r2 = _mm256_mul_ps(r, r);
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, r2, r), _mm256_set1_ps(1.0f));
-  const __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
-}
 
 DOCSPARSE_AVX2 inline float HorizontalMax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/vector_exp.h"
+
 namespace docsparse {
 namespace {
 
@@ -69,29 +71,6 @@ bool HasAvx2Fma() {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
   return has;
-}
-
-// exp(x) for x <= 0 (scores minus their running maximum): Cephes' expf
-// polynomial after the range reduction x = n·ln2 + r; relative error ~1e-7.
-// Inputs below -87 are clamped (giving ~1e-38 instead of 0), harmless for
-// softmax weights.
-DOCSPARSE_EDGE_AVX2 inline __m256 ExpNonPositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_floor_ps(
-      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 poly = _mm256_set1_ps(1.9875691500E-4f);
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894E-2f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459E-1f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
-  const __m256 y =
-      _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
 }
 
 DOCSPARSE_EDGE_AVX2 inline float HorizontalSum(__m256 v) {
@@ -157,7 +136,7 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
     const __m256 shift = _mm256_set1_ps(running_max);
     for (int t = 0; t < padded; t += 8) {
       _mm256_storeu_ps(scratch.scores + t,
-                       ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
+                       Exp256(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
     }
     for (int t = 0; t < n; ++t) {
       const float weight = scratch.scores[t];
@@ -255,7 +234,7 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
     const __m256 shift = _mm256_set1_ps(running_max);
     for (int t = 0; t < padded; t += 8) {
       _mm256_storeu_ps(scratch.scores + t,
-                       ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
+                       Exp256(_mm256_sub_ps(_mm256_loadu_ps(scratch.scores + t), shift)));
     }
     for (int t = 0; t < n; ++t) {
       const float weight = scratch.scores[t];

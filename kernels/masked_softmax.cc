@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "kernels/cpu_features.h"
+#include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers, whose intrinsics start from
 // _mm512_undefined_*() (GCC bug 105593); the values are never read.
@@ -34,28 +35,6 @@ uint16_t FloatToBf16(float value) {
 }
 
 #define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-
-// exp(x) for x <= 0: Cephes' expf polynomial after x = n·ln2 + r (relative
-// error ~1e-7, far below bf16's 2^-9); x below -87 gives ~1e-38, not 0.
-DOCSPARSE_AVX512 inline __m512 Exp512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(
-      _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 poly = _mm512_set1_ps(1.9875691500E-4f);
-  poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.3981999507E-3f));
-  poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(8.3334519073E-3f));
-  poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(4.1665795894E-2f));
-  poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.6666665459E-1f));
-  poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(5.0000001201E-1f));
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(poly, r2, r), _mm512_set1_ps(1.0f));
-  const __m512i exponent =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(y, _mm512_castsi512_ps(exponent));
-}
 
 DOCSPARSE_AVX512 inline __m512 LoadBf16(const uint16_t* src, __mmask16 mask) {
   const __m256i bits = _mm256_maskz_loadu_epi16(mask, src);

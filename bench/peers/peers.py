@@ -584,7 +584,16 @@ def run_peer(args, impl: str, lengths: list[int], onnx_path: Path | None) -> lis
     if onnx_path:
         cmd += ["--onnx", str(onnx_path)]
     log(f"{impl}: running")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=worker_env(args.threads))
+    rows, code = run_worker(cmd, args.threads)
+    if code != 0:
+        log(f"{impl}: FAILED (exit {code}); its rows are missing")
+    return rows
+
+
+def run_worker(cmd: list[str], threads: int) -> tuple[list[dict], int]:
+    """Runs a worker process; echoes and returns its result rows, passes its
+    other output to stderr, and returns its exit code too."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=worker_env(threads))
     rows = []
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -594,9 +603,7 @@ def run_peer(args, impl: str, lengths: list[int], onnx_path: Path | None) -> lis
             rows.append(row)
         else:
             sys.stderr.write(line)
-    if proc.wait() != 0:
-        log(f"{impl}: FAILED (exit {proc.returncode}); its rows are missing")
-    return rows
+    return rows, proc.wait()
 
 
 # --- docsparse ----------------------------------------------------------------------
@@ -989,18 +996,9 @@ def run_summarize(args) -> list[dict]:
            "--sum-batches", args.sum_batches, "--src-tokens", str(args.src_tokens),
            "--gen-tokens", str(args.gen_tokens)]
     log("summarize: CTranslate2 float32/int8 and transformers generate")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=worker_env(args.threads))
-    rows = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(RESULT):
-            row = json.loads(line[len(RESULT):])
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-        else:
-            sys.stderr.write(line)
-    if proc.wait() != 0:
-        log(f"summarize: FAILED (exit {proc.returncode})")
+    rows, code = run_worker(cmd, args.threads)
+    if code != 0:
+        log(f"summarize: FAILED (exit {code})")
     log("summarize: docsparse's side needs a server summarize load; not measured here")
     return rows
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/vector_exp.h"
+
 namespace docsparse {
 namespace {
 
@@ -24,28 +26,6 @@ bool UseAvx2(int k) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
   return has && k % 8 == 0;
-}
-
-// exp(x) for any float x: Cephes' expf polynomial after x = n·ln2 + r, with x
-// clamped to [-87.3, 88.3] (so e^x stays a normal float; sigmoids of such
-// arguments are 0 or 1 to float precision anyway).
-DOCSPARSE_SBM_AVX2 inline __m256 Exp256(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_floor_ps(
-      _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 poly = _mm256_set1_ps(1.9875691500E-4f);
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073E-3f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894E-2f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459E-1f));
-  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201E-1f));
-  const __m256 y =
-      _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
 }
 
 // σ(x − β) = 1 / (1 + e^(β − x)).
