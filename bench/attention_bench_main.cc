@@ -84,7 +84,6 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   }
   c10::InferenceMode inference_mode;
   at::set_num_threads(c.threads);
-  KeepFreedMemoryForReuse();
   const double baseline = RssMb();
   const int64_t rows = prepared->extra_positions + c.seq;
   at::manual_seed(c.seed);
@@ -172,6 +171,7 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
 
 int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  docsparse::KeepFreedMemoryForReuse();  // every mode, as the server does
   if (rest.size() == 2 && std::string(rest[1]) == "seq2seq") {
     return docsparse::bench::RunSeq2SeqBench();
   }

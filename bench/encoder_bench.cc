@@ -51,11 +51,6 @@ double MedianMs(int repeats, const std::function<void()>& call) {
   return ms[ms.size() / 2];
 }
 
-std::unique_ptr<AttentionMechanism> ModelAttention(const EncoderConfig& config) {
-  if (config.lsg.has_value()) return MakeLsgAttention(*config.lsg);
-  return MakeDenseAttention();
-}
-
 struct Breakdown {
   double forward_ms = 0;
   double linear_ms = 0;  // all layers
@@ -151,7 +146,6 @@ int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int rep
 
 int RunEncoderBench() {
   at::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
-  KeepFreedMemoryForReuse();
   std::fprintf(stderr, "BLAS %s\n", BlasDescription().c_str());
   c10::InferenceMode inference_mode;
   const std::string dir = absl::GetFlag(FLAGS_enc_model);
@@ -168,7 +162,7 @@ int RunEncoderBench() {
       return 2;
     }
     absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-        Encoder::Create(dir, *config, ModelAttention(*config), *precision);
+        Encoder::Create(dir, *config, MakeCheckpointAttention(config->lsg), *precision);
     if (!encoder.ok()) {
       std::fprintf(stderr, "%s\n", encoder.status().ToString().c_str());
       return 1;

@@ -16,7 +16,6 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
-#include "common/cpu_runtime.h"
 #include "model/attention/cost_model.h"
 #include "model/attention/lsg_attention.h"
 #include "model/checkpoint/bart_config.h"
@@ -231,7 +230,6 @@ int RunSeq2SeqBench() {
     return 2;
   }
   at::set_num_threads(absl::GetFlag(FLAGS_threads));
-  KeepFreedMemoryForReuse();
   at::manual_seed(absl::GetFlag(FLAGS_seed));
   c10::InferenceMode inference_mode;
   // One model for every length: the position tables cover the longest input

@@ -50,12 +50,17 @@ DOCSPARSE_AVX512 inline void StoreBf16(uint16_t* dst, __m512 value, __mmask16 ma
   _mm256_mask_storeu_epi16(dst, mask, _mm512_cvtepi32_epi16(rounded));
 }
 
+// The lanes of the 16 that hold columns, when `remaining` columns are left.
+inline __mmask16 FirstLanes(int64_t remaining) {
+  return static_cast<__mmask16>(remaining >= 16 ? 0xFFFF
+                                                : (1u << static_cast<unsigned>(remaining)) - 1);
+}
+
 DOCSPARSE_AVX512 void SoftmaxRowAvx512(const uint16_t* scores, uint16_t* probs, int64_t valid,
                                        int64_t cols, float scale, float* scratch) {
   __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t c = 0; c < valid; c += 16) {
-    const __mmask16 mask = static_cast<__mmask16>(
-        valid - c >= 16 ? 0xFFFF : (1u << static_cast<unsigned>(valid - c)) - 1);
+    const __mmask16 mask = FirstLanes(valid - c);
     const __m512 x = _mm512_mul_ps(LoadBf16(scores + c, mask), _mm512_set1_ps(scale));
     _mm512_mask_storeu_ps(scratch + c, mask, x);
     max16 = _mm512_mask_max_ps(max16, mask, max16, x);
@@ -63,16 +68,14 @@ DOCSPARSE_AVX512 void SoftmaxRowAvx512(const uint16_t* scores, uint16_t* probs, 
   const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(max16));
   __m512 sum16 = _mm512_setzero_ps();
   for (int64_t c = 0; c < valid; c += 16) {
-    const __mmask16 mask = static_cast<__mmask16>(
-        valid - c >= 16 ? 0xFFFF : (1u << static_cast<unsigned>(valid - c)) - 1);
+    const __mmask16 mask = FirstLanes(valid - c);
     const __m512 e = Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scratch + c), row_max));
     _mm512_mask_storeu_ps(scratch + c, mask, e);
     sum16 = _mm512_mask_add_ps(sum16, mask, sum16, e);
   }
   const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum16));
   for (int64_t c = 0; c < valid; c += 16) {
-    const __mmask16 mask = static_cast<__mmask16>(
-        valid - c >= 16 ? 0xFFFF : (1u << static_cast<unsigned>(valid - c)) - 1);
+    const __mmask16 mask = FirstLanes(valid - c);
     StoreBf16(probs + c, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, scratch + c), inverse), mask);
   }
   std::fill(probs + valid, probs + cols, uint16_t{0});

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "kernels/cpu_features.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_mask_map.h"
 #include "model/attention/mask_map.h"
@@ -82,8 +83,8 @@ void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
   *report->mutable_budget() = budget;
   report->set_budget_met(BudgetMet(budget, job.cost));
   report->set_batch_size(result.batch_size);
-  report->set_precision(std::string(PrecisionName(context.model->precision)));
-  report->set_isa(context.model->isa);
+  report->set_precision(std::string(PrecisionName(context.model->precision())));
+  report->set_isa(std::string(IsaName(HostCpuFeatures())));
   v1::Timings* timings = report->mutable_timings();
   timings->set_tokenize_ms(context.tokenize_ms);
   timings->set_queue_ms(Milliseconds(result.started - job.pending.enqueued));

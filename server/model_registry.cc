@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
-#include "kernels/cpu_features.h"
 #include "model/attention/attention_switch.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/sbm_attention.h"
@@ -169,6 +168,10 @@ std::string ServedModel::architecture() const {
                                    : ArchitectureName(config.architecture));
 }
 
+Precision ServedModel::precision() const {
+  return abstractive() ? Precision::kFp32 : encoder->precision();
+}
+
 const AttentionMechanism& ServedModel::attention() const {
   return abstractive() ? seq2seq->encoder().attention() : encoder->attention();
 }
@@ -221,7 +224,6 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   auto model = std::make_unique<ServedModel>();
   model->name = name;
   model->path = path;
-  model->isa = std::string(IsaName(HostCpuFeatures()));
   ASSIGN_OR_RETURN(model->serving, LoadServingConfig(path + "/docsparse.json"));
   if (IsSeq2SeqCheckpoint(path)) {
     RETURN_IF_ERROR(LoadSummarizer(model.get()));
@@ -238,7 +240,6 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
       MakeServingAttention(path, model->serving.attention, model->config, &model->sbm_clusters));
   ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention),
                                                    precision.value_or(model->serving.precision)));
-  model->precision = model->encoder->precision();
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
   model->labels = std::make_unique<LabelEmbeddingCache>();

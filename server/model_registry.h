@@ -74,10 +74,6 @@ struct ServedModel {
   std::unique_ptr<Seq2SeqModel> seq2seq;
   GenerationConfig generation;
   double load_seconds = 0;
-  // What the linear layers run in (kFp32 or kBf16, never kAuto), and the
-  // CPU's instruction set, as the cost report and /metrics state them.
-  Precision precision = Precision::kFp32;
-  std::string isa;
 
   bool abstractive() const { return seq2seq != nullptr; }
   // "bert", "roberta", "distilbert", "bart", "pegasus".
@@ -85,6 +81,9 @@ struct ServedModel {
   // The encoder's attention, shape and LSG settings (requests' budgets plan
   // against them).
   const AttentionMechanism& attention() const;
+  // What the linear layers run in (kFp32 or kBf16, never kAuto): the
+  // encoder's resolved precision; summarizers run fp32.
+  Precision precision() const;
   EncoderShape encoder_shape() const;
   const std::optional<LsgConfig>& lsg() const;
   int vocab_size() const;

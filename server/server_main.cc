@@ -120,10 +120,11 @@ int Serve() {
   }
   for (const ServedModel* model : (*registry)->models()) {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
-    metrics.SetModelCompute(model->name, PrecisionName(model->precision), model->isa);
+    metrics.SetModelCompute(model->name, PrecisionName(model->precision()),
+                            IsaName(HostCpuFeatures()));
     std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
-              << " in " << model->load_seconds << " s (" << PrecisionName(model->precision)
-              << " on " << model->isa << ")\n";
+              << " in " << model->load_seconds << " s (" << PrecisionName(model->precision())
+              << ")\n";
   }
 
   ServerLimits limits;

@@ -113,4 +113,8 @@ std::unique_ptr<AttentionMechanism> MakeLsgAttention(const LsgConfig& config, in
   return std::make_unique<LsgAttention>(config, num_threads);
 }
 
+std::unique_ptr<AttentionMechanism> MakeCheckpointAttention(const std::optional<LsgConfig>& lsg) {
+  return lsg.has_value() ? MakeLsgAttention(*lsg) : MakeDenseAttention();
+}
+
 }  // namespace docsparse

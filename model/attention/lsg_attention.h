@@ -11,6 +11,7 @@
 #define DOCSPARSE_MODEL_ATTENTION_LSG_ATTENTION_H_
 
 #include <memory>
+#include <optional>
 
 #include "model/attention/attention.h"
 #include "model/checkpoint/lsg_config.h"
@@ -22,6 +23,10 @@ LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& opt
 
 // `num_threads` <= 0: LibTorch's intra-op thread count at call time.
 std::unique_ptr<AttentionMechanism> MakeLsgAttention(const LsgConfig& config, int num_threads = 0);
+
+// The attention a checkpoint runs as published: LSG with the LSG fields of its
+// config.json, dense when it has none.
+std::unique_ptr<AttentionMechanism> MakeCheckpointAttention(const std::optional<LsgConfig>& lsg);
 
 }  // namespace docsparse
 

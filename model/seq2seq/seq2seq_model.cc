@@ -98,9 +98,7 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));
   ASSIGN_OR_RETURN(BartDecoderWeights decoder_weights, LoadBartDecoderWeights(*checkpoint, config));
-  if (attention == nullptr) {
-    attention = config.lsg.has_value() ? MakeLsgAttention(*config.lsg) : MakeDenseAttention();
-  }
+  if (attention == nullptr) attention = MakeCheckpointAttention(config.lsg);
   return std::make_unique<Seq2SeqModel>(
       std::make_unique<BartEncoder>(config, std::move(encoder_weights), std::move(attention)),
       std::make_unique<BartDecoder>(config, std::move(decoder_weights)));

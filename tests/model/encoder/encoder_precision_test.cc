@@ -113,13 +113,9 @@ TEST_P(EncoderPrecisionGateTest, Bf16EmbeddingCosineToFp32IsAtLeast0999) {
   ASSERT_TRUE(config.ok()) << config.status();
   auto tokenizer = WordPieceTokenizer::FromModelDir(dir);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  const auto attention = [&config]() -> std::unique_ptr<AttentionMechanism> {
-    if (config->lsg.has_value()) return MakeLsgAttention(*config->lsg);
-    return MakeDenseAttention();
-  };
-  auto fp32 = Encoder::Create(dir, *config, attention(), Precision::kFp32);
+  auto fp32 = Encoder::Create(dir, *config, MakeCheckpointAttention(config->lsg), Precision::kFp32);
   ASSERT_TRUE(fp32.ok()) << fp32.status();
-  auto bf16 = Encoder::Create(dir, *config, attention(), Precision::kBf16);
+  auto bf16 = Encoder::Create(dir, *config, MakeCheckpointAttention(config->lsg), Precision::kBf16);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   EXPECT_EQ((*fp32)->precision(), Precision::kFp32);
   EXPECT_EQ((*bf16)->precision(), Precision::kBf16);
