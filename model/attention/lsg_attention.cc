@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/block_sparse_attention.h"
+#include "kernels/block_sparse_attention_amx.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/lsg_sparse_keys.h"
 
@@ -21,6 +22,11 @@ LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& opt
 namespace {
 
 using at::indexing::Slice;
+
+// A contiguous bf16 tensor's storage as the kernels take it.
+const uint16_t* Bf16Bits(const at::Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
+}
 
 class LsgAttention final : public AttentionMechanism {
  public:
@@ -88,18 +94,36 @@ class LsgAttention final : public AttentionMechanism {
     }
     const LsgPlan plan =
         PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
-    AttentionParams params{q.data_ptr<float>(),
-                           k.data_ptr<float>(),
-                           v.data_ptr<float>(),
-                           out.data_ptr<float>(),
-                           1,
-                           static_cast<int32_t>(heads),
-                           static_cast<int32_t>(seq),
-                           static_cast<int32_t>(k.size(1)),
-                           static_cast<int32_t>(d),
-                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
-    BlockSparseAttentionCpu(params, plan.View(),
-                            num_threads_ > 0 ? num_threads_ : at::get_num_threads());
+    const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    if (in.precision == Precision::kBf16 && AmxBlockSparseAttentionAvailable(static_cast<int32_t>(d))) {
+      const at::Tensor q16 = q.to(at::kBFloat16).contiguous();
+      const at::Tensor k16 = k.to(at::kBFloat16).contiguous();
+      const at::Tensor v16 = v.to(at::kBFloat16).contiguous();
+      const Bf16AttentionParams params{Bf16Bits(q16),
+                                       Bf16Bits(k16),
+                                       Bf16Bits(v16),
+                                       out.data_ptr<float>(),
+                                       1,
+                                       static_cast<int32_t>(heads),
+                                       static_cast<int32_t>(seq),
+                                       static_cast<int32_t>(k.size(1)),
+                                       static_cast<int32_t>(d),
+                                       scale};
+      BlockSparseAttentionAmx(params, plan.View(), threads);
+      return plan.head_edges;
+    }
+    const AttentionParams params{q.data_ptr<float>(),
+                                 k.data_ptr<float>(),
+                                 v.data_ptr<float>(),
+                                 out.data_ptr<float>(),
+                                 1,
+                                 static_cast<int32_t>(heads),
+                                 static_cast<int32_t>(seq),
+                                 static_cast<int32_t>(k.size(1)),
+                                 static_cast<int32_t>(d),
+                                 scale};
+    BlockSparseAttentionCpu(params, plan.View(), threads);
     return plan.head_edges;
   }
 

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
+
+#include "kernels/block_sparse_attention_amx.h"
 
 namespace docsparse {
 namespace {
@@ -155,6 +158,105 @@ TEST(BlockSparseAttentionTest, BlockWithoutSpansGivesZeros) {
 TEST(BlockSparseAttentionTest, ThreadCountDoesNotChangeBits) {
   const Problem p = MakeProblem(2, 4, 50, 61, 12, 7, /*dense=*/false, 5);
   EXPECT_EQ(RunKernel(p, 1), RunKernel(p, 4));
+}
+
+// The AMX executor (bf16 products, fp32 softmax) against the double
+// reference on the same bf16-rounded inputs: what is left is the rounding of
+// the probabilities to bf16 (relative 2^-9 each), so outputs, convex
+// combinations of values of magnitude <= ~4, are within ~0.01; a wrong key,
+// pair order or tile would be off by tenths.
+uint16_t RoundToBf16(float* value) {
+  uint32_t bits;
+  std::memcpy(&bits, value, sizeof(bits));
+  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(value, &bits, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+struct Bf16Problem {
+  Problem problem;  // q, k, v rounded to bf16 values
+  std::vector<uint16_t> q, k, v;
+};
+
+Bf16Problem ToBf16(Problem p) {
+  Bf16Problem out{std::move(p), {}, {}, {}};
+  for (auto [values, bits] : {std::pair{&out.problem.q, &out.q}, std::pair{&out.problem.k, &out.k},
+                              std::pair{&out.problem.v, &out.v}}) {
+    for (float& value : *values) bits->push_back(RoundToBf16(&value));
+  }
+  return out;
+}
+
+std::vector<float> RunAmx(const Bf16Problem& b, int threads) {
+  const Problem& p = b.problem;
+  std::vector<float> out(p.q.size(), -1.0f);
+  Bf16AttentionParams params{b.q.data(), b.k.data(),  b.v.data(), out.data(),
+                             p.batch,    p.heads,     p.q_len,    p.k_len,
+                             p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  BlockSparseAttentionAmx(params, plan, threads);
+  return out;
+}
+
+void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0, total = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double error = std::fabs(static_cast<double>(got[i]) - want[i]);
+    worst = std::max(worst, error);
+    total += error;
+  }
+  EXPECT_LE(worst, 1e-2);
+  EXPECT_LE(total / static_cast<double>(got.size()), 1e-3);
+}
+
+#define SKIP_WITHOUT_AMX(head_dim)                                                      \
+  if (!AmxBlockSparseAttentionAvailable(head_dim))                                     \
+  GTEST_SKIP() << "no AMX-BF16 (or no tile state from the OS) on this CPU, or head_dim " \
+               << (head_dim) << " is not a multiple of 32 up to 128"
+
+TEST(BlockSparseAttentionAmxTest, RandomSpansAcrossKeyTilesMatchReference) {
+  // MiniLM (32), base models (64), 96 and 128; spans longer than the 512-key
+  // tile; blocks of 13 and 70 rows (not multiples of 16).
+  for (int head_dim : {32, 64, 96, 128}) {
+    SKIP_WITHOUT_AMX(head_dim);
+    for (int block_size : {13, 70}) {
+      const Bf16Problem b = ToBf16(
+          MakeProblem(2, 2, 140, 1300, head_dim, block_size, /*dense=*/false, head_dim, 600));
+      ExpectWithinBf16(RunAmx(b, 2), Reference(b.problem));
+    }
+  }
+}
+
+TEST(BlockSparseAttentionAmxTest, ShortSpansShareATileAndDenseSpansMatchReference) {
+  SKIP_WITHOUT_AMX(32);
+  // Spans of 1-5 keys (LSG's global and sparse keys) packed into one tile.
+  const Bf16Problem sparse = ToBf16(MakeProblem(1, 3, 64, 900, 32, 16, /*dense=*/false, 7));
+  ExpectWithinBf16(RunAmx(sparse, 2), Reference(sparse.problem));
+  const Bf16Problem dense = ToBf16(MakeProblem(1, 2, 33, 1100, 64, 33, /*dense=*/true, 8));
+  ExpectWithinBf16(RunAmx(dense, 2), Reference(dense.problem));
+}
+
+TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
+  SKIP_WITHOUT_AMX(32);
+  Bf16Problem b = ToBf16(MakeProblem(1, 1, 40, 40, 32, 20, /*dense=*/true, 3));
+  b.problem.spans = {{0, 40}};
+  b.problem.offsets = {0, 0, 1};  // first block empty
+  const std::vector<float> out = RunAmx(b, 1);
+  for (int i = 0; i < 20 * 32; ++i) EXPECT_EQ(out[i], 0.0f);
+  ExpectWithinBf16(out, Reference(b.problem));
+}
+
+TEST(BlockSparseAttentionAmxTest, ThreadCountDoesNotChangeBits) {
+  SKIP_WITHOUT_AMX(64);
+  const Bf16Problem b = ToBf16(MakeProblem(2, 4, 50, 610, 64, 17, /*dense=*/false, 5, 80));
+  EXPECT_EQ(RunAmx(b, 1), RunAmx(b, 3));
+}
+
+TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {
+  EXPECT_FALSE(AmxBlockSparseAttentionAvailable(16));
+  EXPECT_FALSE(AmxBlockSparseAttentionAvailable(48));
+  EXPECT_FALSE(AmxBlockSparseAttentionAvailable(160));
 }
 
 }  // namespace

@@ -1,0 +1,314 @@
+#include "kernels/block_sparse_attention_amx.h"
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "kernels/cpu_features.h"
+#include "kernels/vector_exp.h"
+
+// GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace docsparse {
+namespace {
+
+#define DOCSPARSE_AMX \
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")))
+
+// Keys per online-softmax step, a multiple of 32 (the reduction depth of one
+// bf16 tile product). One thread's fp32 score tile is rows x kKeyTile: 256 KiB
+// for a 128-query block, within L2; LSG's usual block (local, sparse and
+// global keys, ~640) takes two steps.
+constexpr int32_t kKeyTile = 512;
+constexpr int32_t kTileRows = 16;   // rows of every tile register
+constexpr int32_t kTileBytes = 64;  // bytes per tile row: 32 bf16 or 16 fp32
+constexpr int32_t kDepth = 32;      // bf16 values reduced by one tile product
+constexpr int32_t kPackedTile = kTileRows * kDepth;  // bf16 values in one packed tile
+constexpr int32_t kMaxHeadDim = 128;                 // four q tiles
+
+// Linux (5.16 and later) gives a process the tile data state on request.
+bool RequestTileData() {
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// All eight tile registers are 16 rows x 64 bytes: an A operand (16 x 32
+// bf16), a B operand (16 pairs x 16 columns x 2 bf16) and an accumulator
+// (16 x 16 fp32) all have that shape. The configuration is per thread.
+// GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes only, so the
+// stores of the row shapes were dropped as dead; this asm reads all 64.
+DOCSPARSE_AMX void ConfigureTiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = kTileRows;
+    config.bytes_per_row[t] = kTileBytes;
+  }
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+}
+
+// Per-thread buffers, reused across work items.
+struct Scratch {
+  std::vector<uint16_t> q;         // [padded_rows, head_dim]
+  std::vector<uint16_t> k_packed;  // [kKeyTile/16][head_dim/32] B tiles of kᵀ
+  std::vector<uint16_t> v_packed;  // [kKeyTile/32][head_dim/16] B tiles of v
+  std::vector<float> scores;       // [padded_rows, kKeyTile]
+  std::vector<uint16_t> probs;     // [padded_rows, kKeyTile]
+  std::vector<float> acc;          // [padded_rows, head_dim] unnormalised output
+  std::vector<float> row_max;      // [padded_rows] running maximum of scaled scores
+  std::vector<float> row_sum;      // [padded_rows] running denominator
+};
+
+// Key `slot` of the tile as column `slot % 16` of the B operands of q·kᵀ:
+// tile (slot / 16, d / 32) holds, in row p, the pairs k[2p], k[2p + 1] of
+// its 16 keys.
+void PackKey(Scratch& s, int32_t slot, const uint16_t* key, int32_t head_dim) {
+  const int32_t depth_tiles = head_dim / kDepth;
+  uint16_t* tile = s.k_packed.data() + static_cast<int64_t>(slot / 16) * depth_tiles * kPackedTile;
+  const int32_t column = (slot % 16) * 2;
+  for (int32_t dt = 0; dt < depth_tiles; ++dt) {
+    for (int32_t p = 0; p < kTileRows; ++p) {
+      std::memcpy(tile + dt * kPackedTile + p * kDepth + column, key + dt * kDepth + 2 * p,
+                  2 * sizeof(uint16_t));
+    }
+  }
+}
+
+// Value `slot` of the tile as half of row (slot % 32) / 2 of the B operands
+// of p·v: tile (slot / 32, n / 16) holds, in row p, the pairs
+// v[2p][n], v[2p + 1][n] of its 16 output columns n.
+void PackValue(Scratch& s, int32_t slot, const uint16_t* value, int32_t head_dim) {
+  const int32_t column_tiles = head_dim / 16;
+  uint16_t* tile =
+      s.v_packed.data() + static_cast<int64_t>(slot / kDepth) * column_tiles * kPackedTile;
+  const int32_t row = (slot % kDepth) / 2;
+  const int32_t half = slot % 2;
+  for (int32_t n = 0; n < head_dim; ++n) {
+    tile[(n / 16) * kPackedTile + row * kDepth + (n % 16) * 2 + half] = value[n];
+  }
+}
+
+// scores[r][j] = q[r]·k[j] for every padded row and the tile's padded keys.
+DOCSPARSE_AMX void Scores(Scratch& s, int32_t row_tiles, int32_t padded_keys, int32_t head_dim) {
+  const int32_t depth_tiles = head_dim / kDepth;
+  const int64_t q_stride = head_dim * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t score_stride = kKeyTile * static_cast<int64_t>(sizeof(float));
+  for (int32_t r = 0; r < row_tiles; ++r) {
+    const uint16_t* q = s.q.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
+    _tile_loadd(1, q, q_stride);
+    if (depth_tiles > 1) _tile_loadd(2, q + kDepth, q_stride);
+    if (depth_tiles > 2) _tile_loadd(3, q + 2 * kDepth, q_stride);
+    if (depth_tiles > 3) _tile_loadd(4, q + 3 * kDepth, q_stride);
+    for (int32_t c = 0; c < padded_keys / 16; ++c) {
+      const uint16_t* k = s.k_packed.data() + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
+      _tile_zero(0);
+      _tile_loadd(5, k, kTileBytes);
+      _tile_dpbf16ps(0, 1, 5);
+      if (depth_tiles > 1) {
+        _tile_loadd(6, k + kPackedTile, kTileBytes);
+        _tile_dpbf16ps(0, 2, 6);
+      }
+      if (depth_tiles > 2) {
+        _tile_loadd(7, k + 2 * kPackedTile, kTileBytes);
+        _tile_dpbf16ps(0, 3, 7);
+      }
+      if (depth_tiles > 3) {
+        _tile_loadd(5, k + 3 * kPackedTile, kTileBytes);
+        _tile_dpbf16ps(0, 4, 5);
+      }
+      _tile_stored(0, s.scores.data() + static_cast<int64_t>(r) * kTileRows * kKeyTile + c * 16,
+                   score_stride);
+    }
+  }
+}
+
+// Online softmax over the tile (Milakov & Gimelshein): scales the scores,
+// rescales what each row accumulated when its maximum grows, and writes the
+// unnormalised probabilities as bf16 (0 for the padding keys).
+DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t padded_rows, int32_t keys,
+                                 int32_t padded_keys, int32_t head_dim) {
+  const __m512 scale16 = _mm512_set1_ps(scale);
+  for (int32_t r = 0; r < padded_rows; ++r) {
+    float* scores = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
+    uint16_t* probs = s.probs.data() + static_cast<int64_t>(r) * kKeyTile;
+    __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int32_t j = 0; j < keys; j += 16) {
+      const __mmask16 mask = FirstLanes(keys - j);
+      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, scores + j), scale16);
+      _mm512_mask_storeu_ps(scores + j, mask, x);
+      max16 = _mm512_mask_max_ps(max16, mask, max16, x);
+    }
+    const float new_max = std::max(s.row_max[r], _mm512_reduce_max_ps(max16));
+    const float correction = std::exp(s.row_max[r] - new_max);  // 0 on the first tile
+    const __m512 shift = _mm512_set1_ps(new_max);
+    __m512 sum16 = _mm512_setzero_ps();
+    for (int32_t j = 0; j < padded_keys; j += 16) {
+      const __mmask16 mask = j < keys ? FirstLanes(keys - j) : __mmask16{0};
+      const __m512 e =
+          _mm512_maskz_mov_ps(mask, Exp512(_mm512_sub_ps(_mm512_loadu_ps(scores + j), shift)));
+      StoreBf16x16(probs + j, e, 0xFFFF);
+      sum16 = _mm512_add_ps(sum16, e);
+    }
+    float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
+    const __m512 correction16 = _mm512_set1_ps(correction);
+    for (int32_t n = 0; n < head_dim; n += 16) {
+      _mm512_storeu_ps(acc + n, _mm512_mul_ps(_mm512_loadu_ps(acc + n), correction16));
+    }
+    s.row_sum[r] = s.row_sum[r] * correction + _mm512_reduce_add_ps(sum16);
+    s.row_max[r] = new_max;
+  }
+}
+
+// acc += probs · v over the tile, four 16-column accumulators at a time.
+DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t row_tiles, int32_t padded_keys,
+                              int32_t head_dim) {
+  const int32_t column_tiles = head_dim / 16;
+  const int64_t acc_stride = head_dim * static_cast<int64_t>(sizeof(float));
+  const int64_t prob_stride = kKeyTile * static_cast<int64_t>(sizeof(uint16_t));
+  for (int32_t r = 0; r < row_tiles; ++r) {
+    float* acc = s.acc.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
+    const uint16_t* probs = s.probs.data() + static_cast<int64_t>(r) * kTileRows * kKeyTile;
+    for (int32_t group = 0; group < column_tiles; group += 4) {
+      const int32_t columns = std::min(4, column_tiles - group);
+      _tile_loadd(0, acc + group * 16, acc_stride);
+      if (columns > 1) _tile_loadd(1, acc + (group + 1) * 16, acc_stride);
+      if (columns > 2) _tile_loadd(2, acc + (group + 2) * 16, acc_stride);
+      if (columns > 3) _tile_loadd(3, acc + (group + 3) * 16, acc_stride);
+      for (int32_t kc = 0; kc < padded_keys / kDepth; ++kc) {
+        const uint16_t* v =
+            s.v_packed.data() + (static_cast<int64_t>(kc) * column_tiles + group) * kPackedTile;
+        _tile_loadd(4, probs + kc * kDepth, prob_stride);
+        _tile_loadd(5, v, kTileBytes);
+        _tile_dpbf16ps(0, 4, 5);
+        if (columns > 1) {
+          _tile_loadd(6, v + kPackedTile, kTileBytes);
+          _tile_dpbf16ps(1, 4, 6);
+        }
+        if (columns > 2) {
+          _tile_loadd(7, v + 2 * kPackedTile, kTileBytes);
+          _tile_dpbf16ps(2, 4, 7);
+        }
+        if (columns > 3) {
+          _tile_loadd(5, v + 3 * kPackedTile, kTileBytes);
+          _tile_dpbf16ps(3, 4, 5);
+        }
+      }
+      _tile_stored(0, acc + group * 16, acc_stride);
+      if (columns > 1) _tile_stored(1, acc + (group + 1) * 16, acc_stride);
+      if (columns > 2) _tile_stored(2, acc + (group + 2) * 16, acc_stride);
+      if (columns > 3) _tile_stored(3, acc + (group + 3) * 16, acc_stride);
+    }
+  }
+}
+
+// One (item, head, query block): queries [first, last) against its spans.
+DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
+                               int32_t last, const KeySpan* spans, int32_t num_spans,
+                               Scratch& s) {
+  static const uint16_t kZeroRow[kMaxHeadDim] = {};
+  const int32_t d = p.head_dim;
+  const int32_t rows = last - first;
+  const int32_t row_tiles = (rows + kTileRows - 1) / kTileRows;
+  const int32_t padded_rows = row_tiles * kTileRows;
+  s.q.assign(static_cast<size_t>(padded_rows) * d, 0);
+  std::memcpy(s.q.data(), p.q + (batch_head * p.q_len + first) * d,
+              static_cast<size_t>(rows) * d * sizeof(uint16_t));
+  s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
+  s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
+  s.probs.resize(static_cast<size_t>(padded_rows) * kKeyTile);
+  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
+  s.row_sum.assign(padded_rows, 0.0f);
+
+  const uint16_t* keys = p.k + batch_head * p.k_len * d;
+  const uint16_t* values = p.v + batch_head * p.k_len * d;
+  int32_t filled = 0;
+  auto run_tile = [&]() {
+    const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
+    for (int32_t slot = filled; slot < padded_keys; ++slot) {
+      PackKey(s, slot, kZeroRow, d);
+      PackValue(s, slot, kZeroRow, d);
+    }
+    Scores(s, row_tiles, padded_keys, d);
+    SoftmaxUpdate(s, p.scale, padded_rows, filled, padded_keys, d);
+    Accumulate(s, row_tiles, padded_keys, d);
+    filled = 0;
+  };
+  for (int32_t span = 0; span < num_spans; ++span) {
+    const int32_t end = spans[span].begin + spans[span].length;
+    for (int32_t key = spans[span].begin; key < end; ++key) {
+      PackKey(s, filled, keys + static_cast<int64_t>(key) * d, d);
+      PackValue(s, filled, values + static_cast<int64_t>(key) * d, d);
+      if (++filled == kKeyTile) run_tile();
+    }
+  }
+  if (filled > 0) run_tile();
+
+  float* out = p.out + (batch_head * p.q_len + first) * d;
+  for (int32_t r = 0; r < rows; ++r) {
+    const float inverse = s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f;
+    const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
+    for (int32_t n = 0; n < d; ++n) out[static_cast<int64_t>(r) * d + n] = acc[n] * inverse;
+  }
+}
+
+DOCSPARSE_AMX void ReleaseTiles() { _tile_release(); }
+
+}  // namespace
+
+bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
+  static const bool ready = [] {
+    const CpuFeatures& cpu = HostCpuFeatures();
+    return cpu.amx_bf16 && cpu.avx512bw_vl && RequestTileData();
+  }();
+  return ready && head_dim >= kDepth && head_dim <= kMaxHeadDim && head_dim % kDepth == 0;
+}
+
+void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlanView& plan,
+                             int num_threads) {
+  const int64_t work_items = static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    ConfigureTiles();
+    Scratch scratch;
+    scratch.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+    scratch.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+    for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
+      const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
+      const int64_t batch_head = item / plan.num_query_blocks;
+      const int32_t first = plan.query_block_starts[block];
+      const int32_t last = plan.query_block_starts[block + 1];
+      if (last <= first) continue;
+      const int32_t begin = plan.span_offsets[item];
+      const int32_t num_spans = plan.span_offsets[item + 1] - begin;
+      AttendBlock(p, batch_head, first, last, plan.spans + begin, num_spans, scratch);
+    }
+    ReleaseTiles();
+  };
+  const int threads =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& thread : pool) thread.join();
+}
+
+}  // namespace docsparse

@@ -1,0 +1,45 @@
+// The block-sparse attention executor in bf16 on Intel AMX tiles: the same
+// plans and online softmax as BlockSparseAttentionCpu (block_sparse_attention.h),
+// with both products (q·kᵀ and p·v) on the tile unit in bf16 with fp32
+// accumulation, and the softmax in fp32 on AVX-512 between them.
+//
+// Per (item, head, query block), keys are gathered from the block's spans
+// into tiles of up to kAmxKeyTile keys, packed once per tile into the layouts
+// the tile unit reads (pairs of bf16 along the reduction dimension), so that
+// short spans (LSG's global and sparse keys) share a tile instead of each
+// padding one. Queries whose row has no span get zeros, as in the fp32 kernel.
+#ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AMX_H_
+#define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AMX_H_
+
+#include <cstdint>
+
+#include "kernels/block_sparse_attention.h"
+
+namespace docsparse {
+
+struct Bf16AttentionParams {
+  const uint16_t* q;  // [batch, heads, q_len, head_dim] bf16 bits, contiguous
+  const uint16_t* k;  // [batch, heads, k_len, head_dim] bf16 bits, contiguous
+  const uint16_t* v;  // [batch, heads, k_len, head_dim] bf16 bits, contiguous
+  float* out;         // [batch, heads, q_len, head_dim] fp32, contiguous
+  int32_t batch;
+  int32_t heads;
+  int32_t q_len;
+  int32_t k_len;
+  int32_t head_dim;
+  float scale;  // applied to the fp32 scores, usually 1 / sqrt(head_dim)
+};
+
+// True where this process can run the AMX executor for heads of this size:
+// the CPU has AMX-BF16 and AVX-512 enabled by the OS, Linux granted this
+// process the tile data state, and head_dim is 32, 64, 96 or 128.
+bool AmxBlockSparseAttentionAvailable(int32_t head_dim);
+
+// softmax(q·kᵀ·scale) v over each query's spans, as BlockSparseAttentionCpu.
+// Requires AmxBlockSparseAttentionAvailable(params.head_dim).
+void BlockSparseAttentionAmx(const Bf16AttentionParams& params, const BlockSparsePlanView& plan,
+                             int num_threads);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AMX_H_
