@@ -70,9 +70,9 @@ double LinearMs(const EncoderShape& shape, int64_t rows, Precision precision, in
   const Product products[] = {{h, 3 * h}, {h, h}, {h, inner}, {inner, h}};
   double ms = 0;
   for (const Product& p : products) {
-    const at::Tensor x = at::randn({1, rows, p.in});
-    const at::Tensor weight = WeightForPrecision(at::randn({p.out, p.in}) * 0.05, precision);
-    const at::Tensor bias = at::zeros({p.out});
+    const at::Tensor x = at::randn({1, rows, p.in}).to(ActivationType(precision));
+    const at::Tensor weight = ParameterForPrecision(at::randn({p.out, p.in}) * 0.05, precision);
+    const at::Tensor bias = ParameterForPrecision(at::zeros({p.out}), precision);
     ms += MedianMs(repeats, [&] { Project(x, weight, bias); });
   }
   return ms * shape.num_layers;
@@ -102,9 +102,12 @@ int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int rep
   b.linear_ms = LinearMs(shape, rows, encoder.precision(), repeats);
 
   const int64_t heads = shape.num_heads;
-  AttentionInputs inputs{at::randn({1, heads, rows, shape.head_dim}),
-                         at::randn({1, heads, rows, shape.head_dim}),
-                         at::randn({1, heads, rows, shape.head_dim}),
+  const auto activations = [&] {
+    return at::randn({1, heads, rows, shape.head_dim}).to(ActivationType(encoder.precision()));
+  };
+  AttentionInputs inputs{activations(),
+                         activations(),
+                         activations(),
                          {rows},
                          0,
                          {},

@@ -23,7 +23,7 @@ namespace docsparse {
 namespace {
 
 #define DOCSPARSE_AMX \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")))
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // Keys per online-softmax step, a multiple of 32 (the reduction depth of one
 // bf16 tile product). One thread's fp32 score tile is rows x kKeyTile: 256 KiB
@@ -67,6 +67,7 @@ DOCSPARSE_AMX void ConfigureTiles() {
 
 // Per-thread buffers, reused across work items.
 struct Scratch {
+  std::vector<int32_t> keys;       // [kKeyTile] the tile's keys: positions in the key sequence
   std::vector<uint16_t> q;         // [padded_rows, head_dim]
   std::vector<uint16_t> k_packed;  // [kKeyTile/16][head_dim/32] B tiles of kᵀ
   std::vector<uint16_t> v_packed;  // [kKeyTile/32][head_dim/16] B tiles of v
@@ -77,32 +78,57 @@ struct Scratch {
   std::vector<float> row_sum;      // [padded_rows] running denominator
 };
 
-// Key `slot` of the tile as column `slot % 16` of the B operands of q·kᵀ:
-// tile (slot / 16, d / 32) holds, in row p, the pairs k[2p], k[2p + 1] of
-// its 16 keys.
-void PackKey(Scratch& s, int32_t slot, const uint16_t* key, int32_t head_dim) {
+// The tile's keys as the B operands of q·kᵀ: tile (c, dt) holds, in row p,
+// column j, the pair k[2p], k[2p + 1] of depth chunk dt of key 16c + j: a
+// 16 x 16 transpose of 32-bit pairs, one gather per row. Padding keys
+// (slots >= filled) are zeros.
+DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int32_t filled, int32_t padded_keys,
+                            int32_t head_dim) {
   const int32_t depth_tiles = head_dim / kDepth;
-  uint16_t* tile = s.k_packed.data() + static_cast<int64_t>(slot / 16) * depth_tiles * kPackedTile;
-  const int32_t column = (slot % 16) * 2;
-  for (int32_t dt = 0; dt < depth_tiles; ++dt) {
-    for (int32_t p = 0; p < kTileRows; ++p) {
-      std::memcpy(tile + dt * kPackedTile + p * kDepth + column, key + dt * kDepth + 2 * p,
-                  2 * sizeof(uint16_t));
+  const int32_t pairs_per_key = head_dim / 2;
+  for (int32_t c = 0; c < padded_keys / 16; ++c) {
+    alignas(64) int32_t first_pair[16];
+    for (int32_t j = 0; j < 16; ++j) {
+      const int32_t slot = c * 16 + j;
+      first_pair[j] = slot < filled ? s.keys[slot] * pairs_per_key : 0;
+    }
+    const __m512i rows = _mm512_load_si512(first_pair);
+    const __mmask16 real = c * 16 < filled ? FirstLanes(filled - c * 16) : __mmask16{0};
+    uint16_t* tile = s.k_packed.data() + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
+    for (int32_t dt = 0; dt < depth_tiles; ++dt) {
+      for (int32_t p = 0; p < kTileRows; ++p) {
+        const __m512i pairs = _mm512_mask_i32gather_epi32(
+            _mm512_setzero_si512(), real, _mm512_add_epi32(rows, _mm512_set1_epi32(dt * 16 + p)),
+            keys, 4);
+        _mm512_storeu_si512(tile + dt * kPackedTile + p * kDepth, pairs);
+      }
     }
   }
 }
 
-// Value `slot` of the tile as half of row (slot % 32) / 2 of the B operands
-// of p·v: tile (slot / 32, n / 16) holds, in row p, the pairs
-// v[2p][n], v[2p + 1][n] of its 16 output columns n.
-void PackValue(Scratch& s, int32_t slot, const uint16_t* value, int32_t head_dim) {
+// The tile's values as the B operands of p·v: tile (kc, n) holds, in row p,
+// the pairs v[32kc + 2p][16n + j], v[32kc + 2p + 1][16n + j] of its 16 output
+// columns j: two value rows interleaved. Padding keys are zeros.
+DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int32_t filled,
+                              int32_t padded_keys, int32_t head_dim) {
+  static const uint16_t kZeroRow[kMaxHeadDim] = {};
   const int32_t column_tiles = head_dim / 16;
-  uint16_t* tile =
-      s.v_packed.data() + static_cast<int64_t>(slot / kDepth) * column_tiles * kPackedTile;
-  const int32_t row = (slot % kDepth) / 2;
-  const int32_t half = slot % 2;
-  for (int32_t n = 0; n < head_dim; ++n) {
-    tile[(n / 16) * kPackedTile + row * kDepth + (n % 16) * 2 + half] = value[n];
+  for (int32_t pair = 0; pair < padded_keys / 2; ++pair) {
+    const int32_t even = 2 * pair;
+    const uint16_t* low =
+        even < filled ? values + static_cast<int64_t>(s.keys[even]) * head_dim : kZeroRow;
+    const uint16_t* high =
+        even + 1 < filled ? values + static_cast<int64_t>(s.keys[even + 1]) * head_dim : kZeroRow;
+    uint16_t* row = s.v_packed.data() +
+                    static_cast<int64_t>(pair / kTileRows) * column_tiles * kPackedTile +
+                    (pair % kTileRows) * kDepth;
+    for (int32_t n = 0; n < column_tiles; ++n) {
+      const __m512i a = _mm512_cvtepu16_epi32(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + n * 16)));
+      const __m512i b = _mm512_cvtepu16_epi32(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + n * 16)));
+      _mm512_storeu_si512(row + n * kPackedTile, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+    }
   }
 }
 
@@ -140,31 +166,31 @@ DOCSPARSE_AMX void Scores(Scratch& s, int32_t row_tiles, int32_t padded_keys, in
   }
 }
 
-// Online softmax over the tile (Milakov & Gimelshein): scales the scores,
-// rescales what each row accumulated when its maximum grows, and writes the
-// unnormalised probabilities as bf16 (0 for the padding keys).
+// Online softmax over the tile (Milakov & Gimelshein): rescales what each
+// row accumulated when its maximum grows, and writes the unnormalised
+// probabilities exp(scale·s − max) as bf16 (0 for the padding keys). The
+// scale is positive, so the maximum is taken over the raw scores and applied
+// inside the exponent's fused multiply-subtract.
 DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t padded_rows, int32_t keys,
                                  int32_t padded_keys, int32_t head_dim) {
   const __m512 scale16 = _mm512_set1_ps(scale);
   for (int32_t r = 0; r < padded_rows; ++r) {
-    float* scores = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
+    const float* scores = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
     uint16_t* probs = s.probs.data() + static_cast<int64_t>(r) * kKeyTile;
     __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int32_t j = 0; j < keys; j += 16) {
-      const __mmask16 mask = FirstLanes(keys - j);
-      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, scores + j), scale16);
-      _mm512_mask_storeu_ps(scores + j, mask, x);
-      max16 = _mm512_mask_max_ps(max16, mask, max16, x);
+      max16 = _mm512_mask_max_ps(max16, FirstLanes(keys - j), max16, _mm512_loadu_ps(scores + j));
     }
-    const float new_max = std::max(s.row_max[r], _mm512_reduce_max_ps(max16));
+    const float new_max = std::max(s.row_max[r], _mm512_reduce_max_ps(max16) * scale);
     const float correction = std::exp(s.row_max[r] - new_max);  // 0 on the first tile
     const __m512 shift = _mm512_set1_ps(new_max);
     __m512 sum16 = _mm512_setzero_ps();
     for (int32_t j = 0; j < padded_keys; j += 16) {
       const __mmask16 mask = j < keys ? FirstLanes(keys - j) : __mmask16{0};
-      const __m512 e =
-          _mm512_maskz_mov_ps(mask, Exp512(_mm512_sub_ps(_mm512_loadu_ps(scores + j), shift)));
-      StoreBf16x16(probs + j, e, 0xFFFF);
+      const __m512 e = _mm512_maskz_mov_ps(
+          mask, Exp512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j), scale16, shift)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(probs + j),
+                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
       sum16 = _mm512_add_ps(sum16, e);
     }
     float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
@@ -223,7 +249,6 @@ DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t row_tiles, int32_t padded_keys
 DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
                                int32_t last, const KeySpan* spans, int32_t num_spans,
                                Scratch& s) {
-  static const uint16_t kZeroRow[kMaxHeadDim] = {};
   const int32_t d = p.head_dim;
   const int32_t rows = last - first;
   const int32_t row_tiles = (rows + kTileRows - 1) / kTileRows;
@@ -242,10 +267,8 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   int32_t filled = 0;
   auto run_tile = [&]() {
     const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
-    for (int32_t slot = filled; slot < padded_keys; ++slot) {
-      PackKey(s, slot, kZeroRow, d);
-      PackValue(s, slot, kZeroRow, d);
-    }
+    PackKeys(s, keys, filled, padded_keys, d);
+    PackValues(s, values, filled, padded_keys, d);
     Scores(s, row_tiles, padded_keys, d);
     SoftmaxUpdate(s, p.scale, padded_rows, filled, padded_keys, d);
     Accumulate(s, row_tiles, padded_keys, d);
@@ -254,8 +277,7 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   for (int32_t span = 0; span < num_spans; ++span) {
     const int32_t end = spans[span].begin + spans[span].length;
     for (int32_t key = spans[span].begin; key < end; ++key) {
-      PackKey(s, filled, keys + static_cast<int64_t>(key) * d, d);
-      PackValue(s, filled, values + static_cast<int64_t>(key) * d, d);
+      s.keys[filled] = key;
       if (++filled == kKeyTile) run_tile();
     }
   }
@@ -276,7 +298,7 @@ DOCSPARSE_AMX void ReleaseTiles() { _tile_release(); }
 bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
   static const bool ready = [] {
     const CpuFeatures& cpu = HostCpuFeatures();
-    return cpu.amx_bf16 && cpu.avx512bw_vl && RequestTileData();
+    return cpu.amx_bf16 && cpu.avx512_bf16 && cpu.avx512bw_vl && RequestTileData();
   }();
   return ready && head_dim >= kDepth && head_dim <= kMaxHeadDim && head_dim % kDepth == 0;
 }
@@ -288,6 +310,7 @@ void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlan
   auto worker = [&]() {
     ConfigureTiles();
     Scratch scratch;
+    scratch.keys.resize(kKeyTile);
     scratch.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
     scratch.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
     for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {

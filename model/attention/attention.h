@@ -44,17 +44,19 @@ struct ItemAttentionOptions {
 };
 
 struct AttentionInputs {
-  at::Tensor query;  // [batch, heads, seq, head_dim], float32
-  at::Tensor key;    // [batch, heads, seq, head_dim]
-  at::Tensor value;  // [batch, heads, seq, head_dim]
+  // [batch, heads, seq, head_dim] each, in the model's activation type:
+  // float32, or bfloat16 for a bf16 model.
+  at::Tensor query;
+  at::Tensor key;
+  at::Tensor value;
   // Real tokens per item; tokens [length, seq) are right padding.
   std::vector<int64_t> lengths;  // [batch]
   int layer = 0;
   // [batch], or empty: every item with default options.
   std::vector<ItemAttentionOptions> item_options;
   // The model's precision (kFp32 or kBf16). With kBf16 a mechanism may run its
-  // matrix products in bf16 (dense does: q·kᵀ and p·v on the CPU's bf16
-  // hardware); softmax and the output stay fp32.
+  // matrix products in bf16 (dense does, and LSG on AMX: q·kᵀ and p·v on the
+  // CPU's bf16 hardware) or convert to fp32 (SBM); softmax accumulates in fp32.
   Precision precision = Precision::kFp32;
 };
 
@@ -65,7 +67,8 @@ class AttentionMechanism {
 
   virtual AttentionKind kind() const = 0;
 
-  // Returns the context [batch, heads, seq, head_dim]. Padding keys never
+  // Returns the context [batch, heads, seq, head_dim], in float32 or the
+  // inputs' element type (callers convert as they need). Padding keys never
   // receive weight; outputs at padding queries are unspecified. Sets
   // (*item_costs)[b] to what item b computed (resized to the batch).
   virtual at::Tensor Forward(const AttentionInputs& inputs,

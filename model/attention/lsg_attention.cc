@@ -38,7 +38,7 @@ class LsgAttention final : public AttentionMechanism {
   at::Tensor Forward(const AttentionInputs& in,
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
-    at::Tensor out = at::zeros_like(in.query);
+    at::Tensor out = at::zeros(in.query.sizes(), in.query.options().dtype(at::kFloat));
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
@@ -73,11 +73,14 @@ class LsgAttention final : public AttentionMechanism {
         // Rotations for lsh: a stream per (request seed, layer).
         at::Generator generator =
             at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
-        LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
-                                                       k.index({Slice(), tokens}),
-                                                       v.index({Slice(), tokens}), generator);
-        derived_k = derived.keys;
-        derived_v = derived.values;
+        // In fp32 whatever the model's precision: pooling, hashing and the
+        // finfo.min masks of the reference are fp32 operations.
+        LsgDerivedKeys derived = ComputeLsgDerivedKeys(
+            config, layout, q.index({Slice(), global}).to(at::kFloat),
+            k.index({Slice(), tokens}).to(at::kFloat), v.index({Slice(), tokens}).to(at::kFloat),
+            generator);
+        derived_k = derived.keys.to(k.scalar_type());
+        derived_v = derived.values.to(v.scalar_type());
         valid = std::move(derived.valid);
       }
       // [global ; derived ; tokens]: one copy of the keys, not one per block.
@@ -113,9 +116,12 @@ class LsgAttention final : public AttentionMechanism {
       BlockSparseAttentionAmx(params, plan.View(), threads);
       return plan.head_edges;
     }
-    const AttentionParams params{q.data_ptr<float>(),
-                                 k.data_ptr<float>(),
-                                 v.data_ptr<float>(),
+    const at::Tensor q32 = q.to(at::kFloat).contiguous();
+    const at::Tensor k32 = k.to(at::kFloat).contiguous();
+    const at::Tensor v32 = v.to(at::kFloat).contiguous();
+    const AttentionParams params{q32.data_ptr<float>(),
+                                 k32.data_ptr<float>(),
+                                 v32.data_ptr<float>(),
                                  out.data_ptr<float>(),
                                  1,
                                  static_cast<int32_t>(heads),

@@ -1,0 +1,105 @@
+#include "kernels/residual_layer_norm.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <memory>
+
+#include "kernels/bf16.h"
+#include "kernels/cpu_features.h"
+
+// GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace docsparse {
+namespace {
+
+#define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormParams& p, int64_t row,
+                                         float* sum_row) {
+  const int64_t width = p.width;
+  const uint16_t* x = p.x + row * width;
+  const uint16_t* residual = p.residual == nullptr ? nullptr : p.residual + row * width;
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    __m512 v = LoadBf16x16(x + c, mask);
+    if (residual != nullptr) v = _mm512_add_ps(v, LoadBf16x16(residual + c, mask));
+    _mm512_mask_storeu_ps(sum_row + c, mask, v);
+    total = _mm512_add_ps(total, v);  // masked-off lanes loaded as 0
+  }
+  const float mean = _mm512_reduce_add_ps(total) / static_cast<float>(width);
+  const __m512 mean16 = _mm512_set1_ps(mean);
+  __m512 squares = _mm512_setzero_ps();
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
+    squares = _mm512_fmadd_ps(centred, centred, squares);
+  }
+  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
+  const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + p.eps));
+  uint16_t* out = p.out + row * width;
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
+    const __m512 y = _mm512_fmadd_ps(
+        _mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
+        _mm512_maskz_loadu_ps(mask, p.beta + c));
+    StoreBf16x16(out + c, y, mask);
+  }
+}
+
+void NormalizeRowPortable(const ResidualLayerNormParams& p, int64_t row, float* sum_row) {
+  const int64_t width = p.width;
+  double total = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    float v = Bf16ToFloat(p.x[row * width + c]);
+    if (p.residual != nullptr) v += Bf16ToFloat(p.residual[row * width + c]);
+    sum_row[c] = v;
+    total += v;
+  }
+  const float mean = static_cast<float>(total / static_cast<double>(width));
+  double squares = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    const float centred = sum_row[c] - mean;
+    squares += static_cast<double>(centred) * centred;
+  }
+  const float variance = static_cast<float>(squares / static_cast<double>(width));
+  const float scale = 1.0f / std::sqrt(variance + p.eps);
+  for (int64_t c = 0; c < width; ++c) {
+    p.out[row * width + c] = FloatToBf16((sum_row[c] - mean) * scale * p.gamma[c] + p.beta[c]);
+  }
+}
+
+using RowFunction = void (*)(const ResidualLayerNormParams&, int64_t, float*);
+
+void RunRows(RowFunction row_function, const ResidualLayerNormParams& p, int64_t row_begin,
+             int64_t row_end) {
+  // One fp32 row of scratch per call: on the stack up to 4096 wide.
+  constexpr int64_t kStackWidth = 4096;
+  float stack_row[kStackWidth];
+  std::unique_ptr<float[]> heap_row;
+  float* sum_row = stack_row;
+  if (p.width > kStackWidth) {
+    heap_row.reset(new float[p.width]);
+    sum_row = heap_row.get();
+  }
+  for (int64_t row = row_begin; row < row_end; ++row) row_function(p, row, sum_row);
+}
+
+}  // namespace
+
+void ResidualLayerNormBf16RowsPortable(const ResidualLayerNormParams& params, int64_t row_begin,
+                                       int64_t row_end) {
+  RunRows(NormalizeRowPortable, params, row_begin, row_end);
+}
+
+void ResidualLayerNormBf16Rows(const ResidualLayerNormParams& params, int64_t row_begin,
+                               int64_t row_end) {
+  static const bool avx512 = HostCpuFeatures().avx512bw_vl;
+  RunRows(avx512 ? NormalizeRowAvx512 : NormalizeRowPortable, params, row_begin, row_end);
+}
+
+}  // namespace docsparse
