@@ -7,8 +7,12 @@
 namespace docsparse {
 
 Batcher::Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
-                 BatcherHooks hooks)
-    : runner_(std::move(runner)), limits_(limits), max_queue_(max_queue), hooks_(std::move(hooks)) {
+                 BatcherHooks hooks, ComputeThread* compute)
+    : runner_(std::move(runner)),
+      limits_(limits),
+      max_queue_(max_queue),
+      hooks_(std::move(hooks)),
+      compute_(compute) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -101,7 +105,11 @@ void Batcher::Loop() {
     }
     if (batch.empty()) continue;
     if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
-    runner_->Run(std::move(batch));
+    if (compute_ == nullptr) {
+      runner_->Run(std::move(batch));
+    } else {
+      compute_->Run([this, &batch] { runner_->Run(std::move(batch)); });
+    }
   }
 }
 

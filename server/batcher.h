@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "server/compute_thread.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "model/attention/attention.h"
@@ -84,8 +85,10 @@ struct BatcherHooks {
 
 class Batcher {
  public:
+  // Batches run on `compute` (server/compute_thread.h) when given, else on
+  // the batcher's own thread.
   Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
-          BatcherHooks hooks);
+          BatcherHooks hooks, ComputeThread* compute = nullptr);
   // An encoder model's batcher. Borrows `encoder`, which must outlive it.
   Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue, BatcherHooks hooks)
       : Batcher(std::make_unique<EncoderBatchRunner>(encoder), limits, max_queue,
@@ -104,6 +107,7 @@ class Batcher {
   const BatchLimits limits_;
   const size_t max_queue_;
   const BatcherHooks hooks_;
+  ComputeThread* const compute_;
   mutable absl::Mutex mu_;
   absl::CondVar wake_;  // a job arrived, or stopping
   std::deque<std::unique_ptr<EncodeJob>> queue_ ABSL_GUARDED_BY(mu_);

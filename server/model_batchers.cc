@@ -7,7 +7,8 @@
 namespace docsparse {
 
 ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
-                             int max_batch_size_override, size_t max_queue) {
+                             int max_batch_size_override, size_t max_queue,
+                             ComputeThread* compute) {
   for (const ServedModel* model : registry.models()) {
     const BatchingConfig& config = model->serving.batching;
     BatchLimits limits;
@@ -43,7 +44,7 @@ ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
     batchers_.emplace(model->name,
                       std::make_unique<Batcher>(std::move(runner), limits,
                                                 std::min<size_t>(max_queue, config.max_queue_size),
-                                                std::move(hooks)));
+                                                std::move(hooks), compute));
   }
 }
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cpu_runtime.h"
 #include "kernels/cpu_features.h"
+#include "server/compute_thread.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
 #include "server/http_endpoint.h"
@@ -84,12 +85,16 @@ int WaitForStopSignal() {
 int Serve() {
   InstallStopHandlers();
 
-  // Debian's LibTorch starts with one intra-op thread; set it explicitly.
-  const int threads = absl::GetFlag(FLAGS_threads) > 0
-                          ? absl::GetFlag(FLAGS_threads)
-                          : static_cast<int>(std::thread::hardware_concurrency());
-  at::set_num_threads(std::max(1, threads));
-  KeepFreedMemoryForReuse();
+  KeepFreedMemoryForReuse();  // before any thread that allocates starts
+  // Every model computation runs on this one thread, loading and warm-up
+  // included (compute_thread.h says why). Debian's LibTorch starts with one
+  // intra-op thread; set the count explicitly, there and here.
+  ComputeThread compute;
+  const int threads = std::max(1, absl::GetFlag(FLAGS_threads) > 0
+                                      ? absl::GetFlag(FLAGS_threads)
+                                      : static_cast<int>(std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  compute.Run([threads] { at::set_num_threads(threads); });
   std::cerr << "docsparse-server: " << at::get_num_threads() << " threads, BLAS "
             << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
 
@@ -113,7 +118,10 @@ int Serve() {
       return 2;
     }
   }
-  auto registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), precision);
+  absl::StatusOr<std::unique_ptr<ModelRegistry>> registry;
+  compute.Run([&registry, &precision] {
+    registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), precision);
+  });
   if (!registry.ok()) {
     std::cerr << "docsparse-server: " << registry.status().message() << "\n";
     return 1;
@@ -133,7 +141,8 @@ int Serve() {
   DocumentTasks tasks(**registry, limits);
   auto batchers =
       std::make_unique<ModelBatchers>(**registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
-                                      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)));
+                                      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)),
+                                      &compute);
   DocumentService service(**registry, tasks, *batchers, metrics,
                           absl::GetFlag(FLAGS_max_concurrent_streams));
   KServeService kserve(**registry, tasks, *batchers, metrics);
@@ -166,7 +175,8 @@ int Serve() {
 
   // Warm-up: one forward pass per model before reporting SERVING.
   for (const ServedModel* model : (*registry)->models()) {
-    const absl::Status warm = WarmUp(*model);
+    absl::Status warm;
+    compute.Run([&warm, model] { warm = WarmUp(*model); });
     if (!warm.ok()) {
       std::cerr << "docsparse-server: warm-up of '" << model->name << "' failed: " << warm.message()
                 << "\n";
