@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "kernels/block_sparse_attention_avx2.h"
+#include "kernels/parallel_workers.h"
 
 namespace docsparse {
 namespace {
@@ -144,11 +144,7 @@ void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView
   };
   const int threads =
       static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& thread : pool) thread.join();
+  RunParallelWorkers(threads, worker);
 }
 
 }  // namespace docsparse

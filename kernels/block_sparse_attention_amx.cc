@@ -9,11 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/parallel_workers.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -327,11 +327,7 @@ void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlan
   };
   const int threads =
       static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& thread : pool) thread.join();
+  RunParallelWorkers(threads, worker);
 }
 
 }  // namespace docsparse

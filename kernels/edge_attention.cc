@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
+#include "kernels/parallel_workers.h"
 #include "kernels/vector_exp.h"
 
 namespace docsparse {
@@ -315,11 +315,7 @@ void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
     }
   };
   const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, tasks)));
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& thread : pool) thread.join();
+  RunParallelWorkers(threads, worker);
 }
 
 }  // namespace docsparse

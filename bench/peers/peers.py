@@ -518,7 +518,7 @@ def measure(fn, items: list, duration: float, min_iters: int, warmup: float) -> 
             return calls, elapsed
 
 
-def run_worker(args) -> None:
+def peer_worker_main(args) -> None:
     """One peer, every length and batch; result lines on stdout."""
     import numpy as np
 
@@ -1058,7 +1058,7 @@ def main() -> int:
         export_onnx(model_dir, Path(args.export_onnx), args.threads)
         return 0
     if args.worker:
-        run_worker(args)
+        peer_worker_main(args)
         return 0
     if args.summarize_worker:
         summarize_worker(args)
