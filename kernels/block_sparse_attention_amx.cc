@@ -188,7 +188,7 @@ DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t padded_rows, i
     for (int32_t j = 0; j < padded_keys; j += 16) {
       const __mmask16 mask = j < keys ? FirstLanes(keys - j) : __mmask16{0};
       const __m512 e = _mm512_maskz_mov_ps(
-          mask, Exp512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j), scale16, shift)));
+          mask, ExpNonPositive512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j), scale16, shift)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(probs + j),
                           reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
       sum16 = _mm512_add_ps(sum16, e);

@@ -34,7 +34,8 @@ DOCSPARSE_AVX512 void SoftmaxRowAvx512(const uint16_t* scores, uint16_t* probs, 
   __m512 sum16 = _mm512_setzero_ps();
   for (int64_t c = 0; c < valid; c += 16) {
     const __mmask16 mask = FirstLanes(valid - c);
-    const __m512 e = Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scratch + c), row_max));
+    const __m512 e =
+        ExpNonPositive512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scratch + c), row_max));
     _mm512_mask_storeu_ps(scratch + c, mask, e);
     sum16 = _mm512_mask_add_ps(sum16, mask, sum16, e);
   }

@@ -1,0 +1,36 @@
+#include "kernels/vector_exp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/cpu_features.h"
+
+// GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace docsparse {
+namespace {
+
+__attribute__((target("avx512f"))) float ExpNonPositiveLane(float x) {
+  float out[16];
+  _mm512_storeu_ps(out, ExpNonPositive512(_mm512_set1_ps(x)));
+  return out[0];
+}
+
+TEST(VectorExpTest, ExpNonPositiveIsWithin1e5OfExpAndUnderflowsToZero) {
+  if (!HostCpuFeatures().avx512f) GTEST_SKIP() << "no AVX-512 on this CPU";
+  double worst = 0;
+  for (double x = 0; x >= -87; x -= 0.00731) {
+    const double want = std::exp(x);
+    worst = std::max(worst, std::fabs(ExpNonPositiveLane(static_cast<float>(x)) - want) / want);
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_EQ(ExpNonPositiveLane(0.0f), 1.0f);
+  EXPECT_EQ(ExpNonPositiveLane(-200.0f), 0.0f);
+  EXPECT_EQ(ExpNonPositiveLane(-1e30f), 0.0f);
+}
+
+}  // namespace
+}  // namespace docsparse
