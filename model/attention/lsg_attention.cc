@@ -73,14 +73,11 @@ class LsgAttention final : public AttentionMechanism {
         // Rotations for lsh: a stream per (request seed, layer).
         at::Generator generator =
             at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
-        // In fp32 whatever the model's precision: pooling, hashing and the
-        // finfo.min masks of the reference are fp32 operations.
-        LsgDerivedKeys derived = ComputeLsgDerivedKeys(
-            config, layout, q.index({Slice(), global}).to(at::kFloat),
-            k.index({Slice(), tokens}).to(at::kFloat), v.index({Slice(), tokens}).to(at::kFloat),
-            generator);
-        derived_k = derived.keys.to(k.scalar_type());
-        derived_v = derived.values.to(v.scalar_type());
+        LsgDerivedKeys derived =
+            ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
+                                  k.index({Slice(), tokens}), v.index({Slice(), tokens}), generator);
+        derived_k = derived.keys;
+        derived_v = derived.values;
         valid = std::move(derived.valid);
       }
       // [global ; derived ; tokens]: one copy of the keys, not one per block.

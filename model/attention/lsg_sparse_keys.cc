@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace docsparse {
 namespace {
@@ -22,11 +23,17 @@ std::vector<uint8_t> ToValid(const at::Tensor& flags) {
   return std::vector<uint8_t>(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
 }
 
-// Gathers tokens idx [heads, derived] (per head) from keys and values.
+// Gathers tokens idx [heads, derived] (per head) from keys and values: whole
+// rows per head with index_select (at::gather with an expanded index reads
+// an index per element, and took most of the derivation at 16k tokens).
 LsgDerivedKeys Gather(const at::Tensor& idx, const at::Tensor& keys, const at::Tensor& values,
                       const at::Tensor& attendable) {
-  const at::Tensor index = idx.unsqueeze(-1).expand({-1, -1, keys.size(2)});
-  return {keys.gather(1, index), values.gather(1, index),
+  const auto rows = [&idx](const at::Tensor& x) {
+    std::vector<at::Tensor> heads;
+    for (int64_t h = 0; h < x.size(0); ++h) heads.push_back(x[h].index_select(0, idx[h]));
+    return at::stack(heads);
+  };
+  return {rows(keys), rows(values),
           ToValid(attendable.index_select(0, idx.reshape(-1)).view_as(idx))};
 }
 
@@ -68,12 +75,25 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
   if (sf == 1) {  // the reference passes the tokens themselves
     return {keys, values, ToValid(attendable.unsqueeze(0).expand({heads, t}))};
   }
+  const LsgSparsity sparsity = EffectiveSparsity(config);
+  const bool selects = sparsity == LsgSparsity::kNorm || sparsity == LsgSparsity::kStride ||
+                       sparsity == LsgSparsity::kBlockStride;
+  if (keys.scalar_type() != at::kFloat && !selects) {
+    LsgDerivedKeys derived =
+        ComputeLsgDerivedKeys(config, layout, first_query.to(at::kFloat), keys.to(at::kFloat),
+                              values.to(at::kFloat), lsh_generator);
+    derived.keys = derived.keys.to(keys.scalar_type());
+    derived.values = derived.values.to(values.scalar_type());
+    return derived;
+  }
   const at::Tensor weight = attendable.to(keys.scalar_type());  // [t]
-  switch (EffectiveSparsity(config)) {
+  switch (sparsity) {
     case LsgSparsity::kNorm: {
       const int64_t chunk = config.SelectionChunk();
       const int64_t per_chunk = chunk / sf;
-      const at::Tensor norms = (keys.norm(2, -1) * weight).view({heads, t / chunk, chunk});
+      const at::Tensor norms =
+          (at::norm(keys, 2, {-1}, false, at::kFloat) * attendable.to(at::kFloat))
+              .view({heads, t / chunk, chunk});
       // Ascending order, keep the largest: as the reference's argsort split.
       at::Tensor idx = norms.argsort(static_cast<int64_t>(-1), false)
                            .index({Slice(), Slice(), Slice(chunk - per_chunk)});

@@ -26,6 +26,11 @@ struct LsgDerivedKeys {
 // `lsh_generator` draws LSH's random rotations (lsh only; may be undefined
 // otherwise). Requires layout.derived_keys > 0.
 //
+// Derived keys come back in the inputs' element type (fp32, or bf16 for a
+// bf16 model). The selecting types (norm, stride, block_stride) copy rows as
+// they are and rank norms in fp32; the pooling and hashing types (pooling,
+// bos_pooling, lsh) compute in fp32 as the reference does.
+//
 // Masking follows the reference: a token is attendable when it is real and
 // not the masked first token; a derived key is valid when
 //   norm, stride, block_stride: the token it selects is attendable;
