@@ -105,12 +105,7 @@ int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int rep
   const auto activations = [&] {
     return at::randn({1, heads, rows, shape.head_dim}).to(ActivationType(encoder.precision()));
   };
-  AttentionInputs inputs{activations(),
-                         activations(),
-                         activations(),
-                         {rows},
-                         0,
-                         {},
+  AttentionInputs inputs{activations(),      activations(), activations(), {rows}, 0, {},
                          encoder.precision()};
   std::vector<ItemAttentionCost> item_costs;
   b.attention_ms = shape.num_layers *

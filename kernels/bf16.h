@@ -32,8 +32,8 @@ inline uint16_t FloatToBf16(float value) {
 }
 
 // 16 bf16 values (the lanes in `mask`; the others read as 0) widened to fp32.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadBf16x16(
-    const uint16_t* src, __mmask16 mask) {
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadBf16x16(const uint16_t* src,
+                                                                               __mmask16 mask) {
   const __m256i bits = _mm256_maskz_loadu_epi16(mask, src);
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
 }
@@ -41,8 +41,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadBf16x16(
 // The lanes in `mask` of 16 fp32 values rounded to bf16 (NaN is not handled:
 // callers store finite scores and probabilities).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void StoreBf16x16(uint16_t* dst,
-                                                                             __m512 value,
-                                                                             __mmask16 mask) {
+                                                                              __m512 value,
+                                                                              __mmask16 mask) {
   const __m512i bits = _mm512_castps_si512(value);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
   const __m512i rounded = _mm512_srli_epi32(

@@ -30,9 +30,9 @@ namespace {
 // for a 128-query block, within L2; LSG's usual block (local, sparse and
 // global keys, ~640) takes two steps.
 constexpr int32_t kKeyTile = 512;
-constexpr int32_t kTileRows = 16;   // rows of every tile register
-constexpr int32_t kTileBytes = 64;  // bytes per tile row: 32 bf16 or 16 fp32
-constexpr int32_t kDepth = 32;      // bf16 values reduced by one tile product
+constexpr int32_t kTileRows = 16;                    // rows of every tile register
+constexpr int32_t kTileBytes = 64;                   // bytes per tile row: 32 bf16 or 16 fp32
+constexpr int32_t kDepth = 32;                       // bf16 values reduced by one tile product
 constexpr int32_t kPackedTile = kTileRows * kDepth;  // bf16 values in one packed tile
 constexpr int32_t kMaxHeadDim = 128;                 // four q tiles
 
@@ -123,8 +123,8 @@ DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int32_t filled
                     static_cast<int64_t>(pair / kTileRows) * column_tiles * kPackedTile +
                     (pair % kTileRows) * kDepth;
     for (int32_t n = 0; n < column_tiles; ++n) {
-      const __m512i a = _mm512_cvtepu16_epi32(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + n * 16)));
+      const __m512i a =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + n * 16)));
       const __m512i b = _mm512_cvtepu16_epi32(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + n * 16)));
       _mm512_storeu_si512(row + n * kPackedTile, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
@@ -247,8 +247,7 @@ DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t row_tiles, int32_t padded_keys
 
 // One (item, head, query block): queries [first, last) against its spans.
 DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
-                               int32_t last, const KeySpan* spans, int32_t num_spans,
-                               Scratch& s) {
+                               int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
   const int32_t d = p.head_dim;
   const int32_t rows = last - first;
   const int32_t row_tiles = (rows + kTileRows - 1) / kTileRows;

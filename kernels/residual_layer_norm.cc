@@ -35,7 +35,8 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormParams& p, int64
   __m512 squares = _mm512_setzero_ps();
   for (int64_t c = 0; c < width; c += 16) {
     const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
+    const __m512 centred =
+        _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
     squares = _mm512_fmadd_ps(centred, centred, squares);
   }
   const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
@@ -44,9 +45,9 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormParams& p, int64
   for (int64_t c = 0; c < width; c += 16) {
     const __mmask16 mask = FirstLanes(width - c);
     const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
-    const __m512 y = _mm512_fmadd_ps(
-        _mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
-        _mm512_maskz_loadu_ps(mask, p.beta + c));
+    const __m512 y =
+        _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
+                        _mm512_maskz_loadu_ps(mask, p.beta + c));
     StoreBf16x16(out + c, y, mask);
   }
 }

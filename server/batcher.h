@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "server/compute_thread.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "model/attention/attention.h"
 #include "model/attention/cost_model.h"
 #include "model/encoder/text_encoder.h"
 #include "server/batch_former.h"
+#include "server/compute_thread.h"
 #include "server/drop_reason.h"
 #include "server/generation_job.h"
 

@@ -139,10 +139,9 @@ int Serve() {
   limits.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
   limits.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
   DocumentTasks tasks(**registry, limits);
-  auto batchers =
-      std::make_unique<ModelBatchers>(**registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
-                                      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)),
-                                      &compute);
+  auto batchers = std::make_unique<ModelBatchers>(
+      **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute);
   DocumentService service(**registry, tasks, *batchers, metrics,
                           absl::GetFlag(FLAGS_max_concurrent_streams));
   KServeService kserve(**registry, tasks, *batchers, metrics);

@@ -73,9 +73,9 @@ class LsgAttention final : public AttentionMechanism {
         // Rotations for lsh: a stream per (request seed, layer).
         at::Generator generator =
             at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
-        LsgDerivedKeys derived =
-            ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
-                                  k.index({Slice(), tokens}), v.index({Slice(), tokens}), generator);
+        LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
+                                                       k.index({Slice(), tokens}),
+                                                       v.index({Slice(), tokens}), generator);
         derived_k = derived.keys;
         derived_v = derived.values;
         valid = std::move(derived.valid);
@@ -96,7 +96,8 @@ class LsgAttention final : public AttentionMechanism {
         PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    if (in.precision == Precision::kBf16 && AmxBlockSparseAttentionAvailable(static_cast<int32_t>(d))) {
+    if (in.precision == Precision::kBf16 &&
+        AmxBlockSparseAttentionAvailable(static_cast<int32_t>(d))) {
       const at::Tensor q16 = q.to(at::kBFloat16).contiguous();
       const at::Tensor k16 = k.to(at::kBFloat16).contiguous();
       const at::Tensor v16 = v.to(at::kBFloat16).contiguous();

@@ -152,8 +152,7 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayerWe
     const at::Tensor inner = Activate(Project(in, w.intermediate_weight, w.intermediate_bias));
     out.narrow(0, begin, count)
         .copy_(ResidualLayerNorm(Project(inner, w.ffn_output_weight, w.ffn_output_bias), in,
-                                 w.output_norm_weight, w.output_norm_bias,
-                                 config_.layer_norm_eps));
+                                 w.output_norm_weight, w.output_norm_bias, config_.layer_norm_eps));
   }
   return out.view(attended.sizes());
 }

@@ -445,9 +445,9 @@ TEST_F(SummarizeServerTest, DeadlineStopsDecoding) {
     if (!stopped_while_decoding) continue;
     EXPECT_EQ(Metric(stopped_series), stopped_before + 1);
     // The server stopped soon after the deadline rather than decoding on.
-    EXPECT_LT(std::chrono::steady_clock::now() - start,
-              std::chrono::milliseconds(static_cast<int64_t>(deadline_ms)) +
-                  std::chrono::seconds(4));
+    EXPECT_LT(
+        std::chrono::steady_clock::now() - start,
+        std::chrono::milliseconds(static_cast<int64_t>(deadline_ms)) + std::chrono::seconds(4));
   }
   EXPECT_TRUE(stopped_while_decoding);
   EXPECT_NE(server_->process->output().find("deadline passed"), std::string::npos);

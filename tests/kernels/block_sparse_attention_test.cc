@@ -190,8 +190,10 @@ Bf16Problem ToBf16(Problem p) {
 std::vector<float> RunAmx(const Bf16Problem& b, int threads) {
   const Problem& p = b.problem;
   std::vector<float> out(p.q.size(), -1.0f);
-  Bf16AttentionParams params{b.q.data(), b.k.data(),  b.v.data(), out.data(),
-                             p.batch,    p.heads,     p.q_len,    p.k_len,
+  Bf16AttentionParams params{b.q.data(), b.k.data(),
+                             b.v.data(), out.data(),
+                             p.batch,    p.heads,
+                             p.q_len,    p.k_len,
                              p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
   BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
   BlockSparseAttentionAmx(params, plan, threads);
@@ -210,8 +212,8 @@ void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_LE(total / static_cast<double>(got.size()), 1e-3);
 }
 
-#define SKIP_WITHOUT_AMX(head_dim)                                                      \
-  if (!AmxBlockSparseAttentionAvailable(head_dim))                                     \
+#define SKIP_WITHOUT_AMX(head_dim)                                                       \
+  if (!AmxBlockSparseAttentionAvailable(head_dim))                                       \
   GTEST_SKIP() << "no AMX-BF16 (or no tile state from the OS) on this CPU, or head_dim " \
                << (head_dim) << " is not a multiple of 32 up to 128"
 

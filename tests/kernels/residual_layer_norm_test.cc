@@ -71,8 +71,10 @@ using RowsFunction = void (*)(const ResidualLayerNormParams&, int64_t, int64_t);
 
 std::vector<uint16_t> Normalize(RowsFunction rows_function, const Case& c, bool with_residual) {
   std::vector<uint16_t> out(c.x.size());
-  const ResidualLayerNormParams params{c.x.data(), with_residual ? c.residual.data() : nullptr,
-                                       c.gamma.data(), c.beta.data(), out.data(), c.width, 1e-12f};
+  const ResidualLayerNormParams params{c.x.data(),     with_residual ? c.residual.data() : nullptr,
+                                       c.gamma.data(), c.beta.data(),
+                                       out.data(),     c.width,
+                                       1e-12f};
   rows_function(params, 0, c.rows);
   return out;
 }
@@ -102,8 +104,8 @@ TEST(ResidualLayerNormTest, DispatchedAndPortableMatchDoubleReferenceOnOddWidths
 TEST(ResidualLayerNormTest, OutputMayAliasAnInput) {
   Case c = MakeCase(4, 384, 9);
   const std::vector<double> want = Reference(c, true, 1e-12);
-  const ResidualLayerNormParams params{c.x.data(), c.residual.data(), c.gamma.data(),
-                                       c.beta.data(), c.x.data(), c.width, 1e-12f};
+  const ResidualLayerNormParams params{c.x.data(), c.residual.data(), c.gamma.data(), c.beta.data(),
+                                       c.x.data(), c.width,           1e-12f};
   ResidualLayerNormBf16Rows(params, 0, c.rows);
   ExpectWithinBf16(c.x, want);
 }
