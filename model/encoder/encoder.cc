@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
+#include "model/encoder/bias_gelu.h"
 #include "model/encoder/linear_precision.h"
 #include "model/encoder/residual_layer_norm.h"
 
@@ -149,7 +150,11 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayerWe
   for (int64_t begin = 0; begin < total; begin += kChunkRows) {
     const int64_t count = std::min(kChunkRows, total - begin);
     const at::Tensor in = rows.narrow(0, begin, count);
-    const at::Tensor inner = Activate(Project(in, w.intermediate_weight, w.intermediate_bias));
+    const at::Tensor inner =
+        in.scalar_type() == at::kBFloat16 && config_.activation != Activation::kRelu
+            ? ProjectBiasGeluBf16(in, w.intermediate_weight, w.intermediate_bias,
+                                  config_.activation == Activation::kGeluNew)
+            : Activate(Project(in, w.intermediate_weight, w.intermediate_bias));
     out.narrow(0, begin, count)
         .copy_(ResidualLayerNorm(Project(inner, w.ffn_output_weight, w.ffn_output_bias), in,
                                  w.output_norm_weight, w.output_norm_bias, config_.layer_norm_eps));

@@ -1,0 +1,30 @@
+// GELU(x + bias) in place over rows of bf16 activations, in one pass: the
+// feed-forward's first product runs without its bias, and this adds it and
+// applies the activation (erf GELU, or the tanh form of "gelu_new") in fp32
+// before rounding back to bf16. It replaces LibTorch's bias pass (addmm
+// copies the bias into the output before the product) and its separate
+// activation pass over the largest activations of an encoder layer.
+// AVX-512 where the CPU has it (chosen at run time), portable C++ elsewhere.
+#ifndef DOCSPARSE_KERNELS_BIAS_GELU_H_
+#define DOCSPARSE_KERNELS_BIAS_GELU_H_
+
+#include <cstdint>
+
+namespace docsparse {
+
+struct BiasGeluParams {
+  uint16_t* x;           // [rows, width] bf16 bits, overwritten
+  const uint16_t* bias;  // [width] bf16 bits
+  int64_t width;
+  bool tanh_form;  // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))) instead of 0.5x(1 + erf(x/√2))
+};
+
+// Rows [row_begin, row_end); rows are independent.
+void BiasGeluBf16Rows(const BiasGeluParams& params, int64_t row_begin, int64_t row_end);
+
+// The portable implementation, for tests of the dispatched one.
+void BiasGeluBf16RowsPortable(const BiasGeluParams& params, int64_t row_begin, int64_t row_end);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_KERNELS_BIAS_GELU_H_
