@@ -28,7 +28,7 @@
 
 namespace docsparse {
 
-// Streaming: called on the batcher thread with each token chosen (greedy
+// Streaming: called on the thread running the batch with each token chosen (greedy
 // search) and the text that became final with it (often empty; see
 // model/text/streaming_detokenizer.h). The pieces are a prefix of the summary.
 using TokenSink = std::function<void(int32_t token, const std::string& text)>;

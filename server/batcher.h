@@ -3,7 +3,9 @@
 // model's BatchRunner: for encoders, their sequences run through the encoder
 // together and each job gets its rows; for summarizers, the encoder runs
 // them together and their summaries are generated together. Jobs whose
-// client left or whose deadline passed are answered without compute.
+// client left or whose deadline passed are answered without compute. In the
+// server the batches themselves run on the one compute thread
+// (compute_thread.h); the batcher thread forms them and waits.
 #ifndef DOCSPARSE_SERVER_BATCHER_H_
 #define DOCSPARSE_SERVER_BATCHER_H_
 
@@ -50,14 +52,16 @@ struct EncodeJob {
   // Abstractive summaries only: what to generate from the encoder's output,
   // and what was generated; null for encoder tasks.
   std::unique_ptr<GenerationJob> generation;
-  // Called once, on the batcher thread: the result, or DEADLINE_EXCEEDED /
+  // Called once, on the thread that ran the batch (or on the batcher thread
+  // for a job dropped before compute): the result, or DEADLINE_EXCEEDED /
   // CANCELLED when dropped before compute (or, while generating, when the
   // client left or the deadline passed), or the model's error.
   std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
 };
 
 // Computes one formed batch and answers each of its jobs (calls `done` once
-// per job). Runs on the batcher thread, one batch at a time.
+// per job). One batch at a time per model, on the batcher's thread or the
+// compute thread it hands batches to.
 class BatchRunner {
  public:
   virtual ~BatchRunner() = default;

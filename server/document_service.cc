@@ -233,7 +233,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   }
 
  private:
-  // A token chosen (batcher thread, while generating).
+  // A token chosen (compute thread, while generating).
   void Push(int32_t token, const std::string& text) {
     v1::SummarizeChunk chunk;
     chunk.set_text(text);
@@ -247,8 +247,8 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
     WriteNext();
   }
 
-  // How the request ended (once; batcher thread, or the RPC thread when it
-  // never reached the batcher).
+  // How the request ended (once; compute thread, batcher thread when dropped
+  // from the queue, or the RPC thread when it never reached the batcher).
   void Complete(const absl::Status& status) {
     if (!status.ok()) {
       const grpc::Status grpc_status = ToGrpcStatus(status);
@@ -310,7 +310,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   const RequestRecorder recorder_;
   bool counted_ = false;
   v1::SummarizeResponse response_;
-  size_t streamed_bytes_ = 0;  // text sent in token chunks (batcher thread)
+  size_t streamed_bytes_ = 0;  // text sent in token chunks (compute thread)
   absl::Mutex mu_;
   std::deque<v1::SummarizeChunk> pending_ ABSL_GUARDED_BY(mu_);
   v1::SummarizeChunk writing_;  // in flight; gRPC reads it until OnWriteDone

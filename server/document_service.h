@@ -1,9 +1,9 @@
 // docsparse.v1.DocumentService on gRPC's callback API. Each RPC is prepared
 // on the callback thread (validation, tokenization: DocumentTasks) and its
 // encoder work queued on the model's batcher; the reactor finishes from the
-// batcher thread with the response, its cost report also as trailing
-// metadata (x-docsparse-*), and the request's metrics. Requests whose client
-// left or whose deadline passed while queued are answered without compute.
+// thread that ran the batch (the compute thread) with the response, its cost report also as
+// trailing metadata (x-docsparse-*), and the request's metrics. Requests whose client left or whose
+// deadline passed while queued are answered without compute.
 #ifndef DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 #define DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 

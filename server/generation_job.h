@@ -17,7 +17,7 @@ struct GenerationJob {
   // The model's generation_config.json with the request's overrides applied
   // and checked (ApplyGenerationOverrides).
   GenerationConfig config;
-  // Streaming greedy search: called on the batcher thread with each token
+  // Streaming greedy search: called on the thread running the batch with each token
   // chosen for this request, in order, as it is chosen. Beam search knows
   // its tokens only at the end and does not call it.
   std::function<void(int32_t token)> on_token;

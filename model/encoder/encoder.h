@@ -122,7 +122,9 @@ class Encoder {
 
   EncoderConfig config_;
   Precision precision_;
-  EncoderWeights weights_;  // the layers' linear weights stored for precision_
+  // The layers' weights and biases stored for precision_ (LayerNorm
+  // parameters stay fp32).
+  EncoderWeights weights_;
   std::unique_ptr<AttentionMechanism> attention_;
 };
 
