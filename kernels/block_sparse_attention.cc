@@ -1,14 +1,13 @@
 #include "kernels/block_sparse_attention.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/block_sparse_attention_avx2.h"
-#include "kernels/parallel_workers.h"
+#include "kernels/cpu_features.h"
 
 namespace docsparse {
 namespace {
@@ -72,8 +71,7 @@ void TilePortable(Scratch& s, int32_t rows, const float* keys, const float* valu
 }
 
 bool UseAvx2(const AttentionParams& p) {
-  static const bool cpu_has_avx2 = CpuHasAvx2Fma();
-  return p.isa == KernelIsa::kAuto && cpu_has_avx2 && p.head_dim % 8 == 0;
+  return p.isa == KernelIsa::kAuto && HostCpuFeatures().avx2_fma && p.head_dim % 8 == 0;
 }
 
 // One (item, head, query block): queries [first, last) against its spans.
@@ -127,24 +125,12 @@ void AttendBlock(const AttentionParams& p, bool avx2, int64_t batch_head, int32_
 void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
   const bool avx2 = UseAvx2(p);
-  const int64_t work_items = static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    Scratch scratch;
-    for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
-      const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
-      const int64_t batch_head = item / plan.num_query_blocks;
-      const int32_t first = plan.query_block_starts[block];
-      const int32_t last = plan.query_block_starts[block + 1];
-      if (last <= first) continue;
-      const int32_t begin = plan.span_offsets[item];
-      const int32_t num_spans = plan.span_offsets[item + 1] - begin;
-      AttendBlock(p, avx2, batch_head, first, last, plan.spans + begin, num_spans, scratch);
-    }
-  };
-  const int threads =
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
-  RunParallelWorkers(threads, worker);
+  ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p, avx2]() {
+    return [&p, avx2, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
+                                           const KeySpan* spans, int32_t num_spans) mutable {
+      AttendBlock(p, avx2, batch_head, first, last, spans, num_spans, scratch);
+    };
+  });
 }
 
 }  // namespace docsparse

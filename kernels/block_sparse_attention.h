@@ -8,7 +8,11 @@
 #ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_H_
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_H_
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+
+#include "kernels/parallel_workers.h"
 
 namespace docsparse {
 
@@ -50,6 +54,33 @@ struct AttentionParams {
   float scale;  // usually 1 / sqrt(head_dim)
   KernelIsa isa = KernelIsa::kAuto;
 };
+
+// Hands the plan's work items, one per (item·head, query block), to up to
+// `num_threads` workers on the caller's OpenMP team, which take them from a
+// shared counter. Each worker calls `make_worker()` once for its per-thread
+// state (scratch, tile configuration), then calls the result as
+// attend(batch_head, first_query, end_query, spans, num_spans) for every
+// non-empty block it takes. The executors below differ only in `attend`.
+template <typename MakeWorker>
+void ForEachQueryBlock(const BlockSparsePlanView& plan, int64_t batch_heads, int num_threads,
+                       MakeWorker make_worker) {
+  const int64_t work_items = batch_heads * plan.num_query_blocks;
+  std::atomic<int64_t> next{0};
+  const auto run = [&]() {
+    auto attend = make_worker();
+    for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
+      const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
+      const int32_t first = plan.query_block_starts[block];
+      const int32_t last = plan.query_block_starts[block + 1];
+      if (last <= first) continue;
+      const int32_t begin = plan.span_offsets[item];
+      attend(item / plan.num_query_blocks, first, last, plan.spans + begin,
+             plan.span_offsets[item + 1] - begin);
+    }
+  };
+  RunParallelWorkers(
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items))), run);
+}
 
 // Computes softmax(q·kᵀ·scale) v over each query's spans. A query whose row
 // has no span gets zeros. Splits (item, head, query block) work across

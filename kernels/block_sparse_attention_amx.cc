@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,7 +12,6 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
-#include "kernels/parallel_workers.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -292,6 +290,30 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
 
 DOCSPARSE_AMX void ReleaseTiles() { _tile_release(); }
 
+// One thread's worker: configures the tiles for its thread on creation and
+// releases them when the thread's share of the blocks is done.
+class AmxWorker {
+ public:
+  explicit AmxWorker(const Bf16AttentionParams& p) : p_(p) {
+    ConfigureTiles();
+    scratch_.keys.resize(kKeyTile);
+    scratch_.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+    scratch_.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+  }
+  ~AmxWorker() { ReleaseTiles(); }
+  AmxWorker(const AmxWorker&) = delete;
+  AmxWorker& operator=(const AmxWorker&) = delete;
+
+  void operator()(int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
+                  int32_t num_spans) {
+    AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
+  }
+
+ private:
+  const Bf16AttentionParams& p_;
+  Scratch scratch_;
+};
+
 }  // namespace
 
 bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
@@ -304,29 +326,8 @@ bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
 
 void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
-  const int64_t work_items = static_cast<int64_t>(p.batch) * p.heads * plan.num_query_blocks;
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    ConfigureTiles();
-    Scratch scratch;
-    scratch.keys.resize(kKeyTile);
-    scratch.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
-    scratch.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
-    for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
-      const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
-      const int64_t batch_head = item / plan.num_query_blocks;
-      const int32_t first = plan.query_block_starts[block];
-      const int32_t last = plan.query_block_starts[block + 1];
-      if (last <= first) continue;
-      const int32_t begin = plan.span_offsets[item];
-      const int32_t num_spans = plan.span_offsets[item + 1] - begin;
-      AttendBlock(p, batch_head, first, last, plan.spans + begin, num_spans, scratch);
-    }
-    ReleaseTiles();
-  };
-  const int threads =
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items)));
-  RunParallelWorkers(threads, worker);
+  ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads,
+                    [&p]() { return AmxWorker(p); });
 }
 
 }  // namespace docsparse

@@ -10,11 +10,6 @@
 
 namespace docsparse {
 
-bool CpuHasAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 namespace {
 
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))

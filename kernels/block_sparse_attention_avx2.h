@@ -1,15 +1,13 @@
 // The AVX2+FMA inner loops of the block-sparse executor: one key tile against
 // a block of queries (scores, online-softmax update, probabilities x values).
 // Compiled with per-function target attributes, so the library still runs on
-// CPUs without AVX2 (the caller checks CpuHasAvx2Fma first).
+// CPUs without AVX2 (the caller checks HostCpuFeatures().avx2_fma first).
 #ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX2_H_
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX2_H_
 
 #include <cstdint>
 
 namespace docsparse {
-
-bool CpuHasAvx2Fma();
 
 // Views of one thread's scratch buffers for one query block.
 struct Avx2Tile {

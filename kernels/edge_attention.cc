@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/parallel_workers.h"
 #include "kernels/vector_exp.h"
 
@@ -64,14 +65,6 @@ void AttendRowPortable(const float* query, const float* keys, const float* value
 }
 
 #define DOCSPARSE_EDGE_AVX2 __attribute__((target("avx2,fma")))
-
-bool HasAvx2Fma() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has;
-}
 
 DOCSPARSE_EDGE_AVX2 inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -266,7 +259,7 @@ void AttendRowFixedAdapter(const float* query, const float* keys, const float* v
 // sizes, the generic AVX2 one for other multiples of 8, portable otherwise.
 RowKernel ChooseRowKernel(const EdgeAttentionParams& p) {
   if (p.isa == EdgeKernelIsa::kPortable || p.head_dim <= 0 || p.head_dim % 8 != 0 ||
-      !HasAvx2Fma()) {
+      !HostCpuFeatures().avx2_fma) {
     return &AttendRowPortable;
   }
   switch (p.head_dim) {

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <memory>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/row_scratch.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers, whose intrinsics start from
@@ -68,19 +68,11 @@ using RowFunction = void (*)(const uint16_t*, uint16_t*, int64_t, int64_t, float
 
 void RunRows(RowFunction row_function, const MaskedSoftmaxParams& p, int64_t row_begin,
              int64_t row_end) {
-  // One row of fp32 scratch per call: a few KiB on the stack for 512 keys,
-  // on the heap beyond.
-  constexpr int64_t kStackCols = 4096;
-  float stack_scratch[kStackCols];
-  std::unique_ptr<float[]> heap_scratch;
-  float* scratch = stack_scratch;
-  if (p.cols > kStackCols) {
-    heap_scratch.reset(new float[p.cols]);
-    scratch = heap_scratch.get();
-  }
+  RowScratch scratch(p.cols);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t valid = std::clamp<int64_t>(p.valid_cols[row / p.rows_per_item], 1, p.cols);
-    row_function(p.scores + row * p.cols, p.probs + row * p.cols, valid, p.cols, p.scale, scratch);
+    row_function(p.scores + row * p.cols, p.probs + row * p.cols, valid, p.cols, p.scale,
+                 scratch.data());
   }
 }
 

@@ -3,10 +3,10 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <memory>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/row_scratch.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -78,16 +78,8 @@ using RowFunction = void (*)(const ResidualLayerNormParams&, int64_t, float*);
 
 void RunRows(RowFunction row_function, const ResidualLayerNormParams& p, int64_t row_begin,
              int64_t row_end) {
-  // One fp32 row of scratch per call: on the stack up to 4096 wide.
-  constexpr int64_t kStackWidth = 4096;
-  float stack_row[kStackWidth];
-  std::unique_ptr<float[]> heap_row;
-  float* sum_row = stack_row;
-  if (p.width > kStackWidth) {
-    heap_row.reset(new float[p.width]);
-    sum_row = heap_row.get();
-  }
-  for (int64_t row = row_begin; row < row_end; ++row) row_function(p, row, sum_row);
+  RowScratch sum_row(p.width);
+  for (int64_t row = row_begin; row < row_end; ++row) row_function(p, row, sum_row.data());
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ struct ServedModel {
   // The encoder's attention, shape and LSG settings (requests' budgets plan
   // against them).
   const AttentionMechanism& attention() const;
-  // What the linear layers run in (kFp32 or kBf16, never kAuto): the
+  // What the model runs in (kFp32 or kBf16, never kAuto): the
   // encoder's resolved precision; summarizers run fp32.
   Precision precision() const;
   EncoderShape encoder_shape() const;

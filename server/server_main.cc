@@ -38,7 +38,7 @@ ABSL_FLAG(int, metrics_port, 9090, "HTTP port for /metrics, /healthz, /readyz (0
 ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
 ABSL_FLAG(std::string, precision, "",
-          "Linear layers' precision for every encoder model: auto (bf16 where the CPU has AMX "
+          "Precision of every encoder model: auto (bf16 where the CPU has AMX "
           "or AVX512-BF16, else fp32), fp32 or bf16. Empty: each model's docsparse.json "
           "\"precision\" (default auto).");
 ABSL_FLAG(int, max_queue, 256,
@@ -88,15 +88,18 @@ int Serve() {
   KeepFreedMemoryForReuse();  // before any thread that allocates starts
   // Every model computation runs on this one thread, loading and warm-up
   // included (compute_thread.h says why). Debian's LibTorch starts with one
-  // intra-op thread; set the count explicitly, there and here.
+  // intra-op thread; set the count explicitly, on that thread.
   ComputeThread compute;
   const int threads = std::max(1, absl::GetFlag(FLAGS_threads) > 0
                                       ? absl::GetFlag(FLAGS_threads)
                                       : static_cast<int>(std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
-  compute.Run([threads] { at::set_num_threads(threads); });
-  std::cerr << "docsparse-server: " << at::get_num_threads() << " threads, BLAS "
-            << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
+  int compute_threads = 0;
+  compute.Run([threads, &compute_threads] {
+    at::set_num_threads(threads);
+    compute_threads = at::get_num_threads();
+  });
+  std::cerr << "docsparse-server: " << compute_threads << " threads, BLAS " << BlasDescription()
+            << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
 
   Metrics metrics(DOCSPARSE_VERSION);
   std::atomic<bool> ready{false};

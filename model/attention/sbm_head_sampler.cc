@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "kernels/cpu_features.h"
 #include "model/attention/sbm_memberships.h"
 
 namespace docsparse {
@@ -55,14 +56,6 @@ int32_t DrawLinear(const double* weights, int k, double total, uint32_t random) 
 }  // namespace
 
 #define DOCSPARSE_SBM_AVX2 __attribute__((target("avx2,fma")))
-
-bool HasAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has;
-}
 
 // A row's distribution over key clusters, R_ib κ_b, rebuilt for every row:
 // running sums in float, padded with +inf to whole vectors. A draw counts
@@ -250,7 +243,7 @@ int64_t SbmHeadSampler::SampleRow(int64_t row, uint64_t head_key, Scratch& scrat
   scratch.copies.resize(copies);
   scratch.clusters.resize(copies);
   int32_t* keys = scratch.copies.data();
-  if (HasAvx2()) {
+  if (HostCpuFeatures().avx2_fma) {
     DrawCopiesAvx2(scratch.row_cluster, key_given_cluster_.data(), rng, copies,
                    scratch.clusters.data(), keys);
   } else {

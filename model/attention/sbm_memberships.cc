@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/vector_exp.h"
 
 namespace docsparse {
@@ -20,13 +21,7 @@ inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 #define DOCSPARSE_SBM_AVX2 __attribute__((target("avx2,fma")))
 
-bool UseAvx2(int k) {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has && k % 8 == 0;
-}
+bool UseAvx2(int k) { return HostCpuFeatures().avx2_fma && k % 8 == 0; }
 
 // σ(x − β) = 1 / (1 + e^(β − x)).
 DOCSPARSE_SBM_AVX2 inline __m256 Sigmoid256(__m256 x, __m256 beta) {

@@ -1,4 +1,4 @@
-// The arithmetic precision a model's linear layers run in, as docsparse.json
+// The arithmetic precision an encoder model runs in, as docsparse.json
 // ("precision") and the server's --precision flag name it.
 #ifndef DOCSPARSE_MODEL_CHECKPOINT_PRECISION_H_
 #define DOCSPARSE_MODEL_CHECKPOINT_PRECISION_H_
@@ -11,7 +11,7 @@ namespace docsparse {
 enum class Precision {
   kAuto,  // bf16 where the CPU multiplies bf16 natively (AMX, AVX512-BF16), else fp32
   kFp32,
-  kBf16,  // bf16 weights and activations into the matrix products, fp32 elsewhere
+  kBf16,  // bf16 parameters and activations, fp32 accumulation (linear_precision.h)
 };
 
 std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16"

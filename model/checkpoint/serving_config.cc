@@ -366,10 +366,11 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
     RETURN_IF_ERROR(ParseAttention(v, *attention, result.attention));
   }
   if (const json* precision = reader.Get("precision")) {
-    ASSIGN_OR_RETURN(result.precision, v.Enum<Precision>("precision", *precision,
-                                                         {{"auto", Precision::kAuto},
-                                                          {"fp32", Precision::kFp32},
-                                                          {"bf16", Precision::kBf16}}));
+    ASSIGN_OR_RETURN(result.precision,
+                     v.Enum<Precision>("precision", *precision,
+                                       {{PrecisionName(Precision::kAuto), Precision::kAuto},
+                                        {PrecisionName(Precision::kFp32), Precision::kFp32},
+                                        {PrecisionName(Precision::kBf16), Precision::kBf16}}));
   }
   if (const json* max_tokens = reader.Get("max_document_tokens")) {
     ASSIGN_OR_RETURN(result.max_document_tokens,

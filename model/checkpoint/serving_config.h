@@ -16,7 +16,7 @@
 //     "pooling": "mean",                 // "mean" | "cls"
 //     "normalize": true,
 //     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm"
-//     "precision": "auto",               // "auto" | "fp32" | "bf16" (linear layers)
+//     "precision": "auto",               // "auto" | "fp32" | "bf16" (encoders)
 //     "max_document_tokens": 65536,      // hard cap per request
 //     "overflow": "chunk",               // "reject" | "truncate" | "chunk"
 //     "zero_shot": {
@@ -109,7 +109,7 @@ struct ServingConfig {
   PoolingMode pooling = PoolingMode::kMean;
   bool normalize = true;  // L2-normalise embeddings
   AttentionChoice attention;
-  // The linear layers' precision; "auto" is bf16 where the CPU multiplies
+  // The encoder's precision; "auto" is bf16 where the CPU multiplies
   // bf16 natively (AMX, AVX512-BF16), else fp32. The server's --precision
   // overrides it for every model.
   Precision precision = Precision::kAuto;

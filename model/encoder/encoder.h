@@ -70,8 +70,8 @@ struct EncoderOutput {
 // then dropped from the output. Costs count the global tokens as real
 // tokens (they are queries and keys like any other).
 //
-// `precision` is that of the layers' linear products (linear_precision.h):
-// kAuto is resolved against this CPU at construction; precision() says what
+// `precision` is what the layers run in (linear_precision.h): kAuto is
+// resolved against this CPU at construction; precision() says what
 // runs. The fp32 encoder is the reference the others are tested against.
 class Encoder {
  public:

@@ -3,25 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/bf16.h"
+
 namespace docsparse {
 namespace {
-
-float FromBf16(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
-uint16_t ToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
 
 using RowsFunction = void (*)(const BiasGeluParams&, int64_t, int64_t);
 
@@ -33,16 +21,16 @@ void ExpectMatchesReference(RowsFunction rows_function, bool tanh_form, int64_t 
   std::mt19937 rng(static_cast<uint32_t>(width) + (tanh_form ? 1 : 0));
   std::normal_distribution<float> normal(0, 3);
   std::vector<uint16_t> x, bias;
-  for (int64_t i = 0; i < rows * width; ++i) x.push_back(ToBf16(normal(rng)));
-  for (int64_t i = 0; i < width; ++i) bias.push_back(ToBf16(0.5f * normal(rng)));
+  for (int64_t i = 0; i < rows * width; ++i) x.push_back(FloatToBf16(normal(rng)));
+  for (int64_t i = 0; i < width; ++i) bias.push_back(FloatToBf16(0.5f * normal(rng)));
   std::vector<uint16_t> got = x;
   rows_function(BiasGeluParams{got.data(), bias.data(), width, tanh_form}, 0, rows);
   for (int64_t i = 0; i < rows * width; ++i) {
-    const double v = static_cast<double>(FromBf16(x[i])) + FromBf16(bias[i % width]);
+    const double v = static_cast<double>(Bf16ToFloat(x[i])) + Bf16ToFloat(bias[i % width]);
     const double inner = tanh_form ? std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))
                                    : std::erf(v / std::sqrt(2.0));
     const double want = 0.5 * v * (1 + inner);
-    ASSERT_NEAR(FromBf16(got[i]), want, std::fabs(want) * 0.004 + 1e-5)
+    ASSERT_NEAR(Bf16ToFloat(got[i]), want, std::fabs(want) * 0.004 + 1e-5)
         << "v " << v << " (tanh form " << tanh_form << ", width " << width << ")";
   }
 }

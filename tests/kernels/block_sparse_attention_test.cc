@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "kernels/block_sparse_attention_amx.h"
 
 namespace docsparse {
@@ -165,12 +165,11 @@ TEST(BlockSparseAttentionTest, ThreadCountDoesNotChangeBits) {
 // the probabilities to bf16 (relative 2^-9 each), so outputs, convex
 // combinations of values of magnitude <= ~4, are within ~0.01; a wrong key,
 // pair order or tile would be off by tenths.
+// Rounds *value to a bf16 value in place; returns its bits.
 uint16_t RoundToBf16(float* value) {
-  uint32_t bits;
-  std::memcpy(&bits, value, sizeof(bits));
-  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
-  std::memcpy(value, &bits, sizeof(bits));
-  return static_cast<uint16_t>(bits >> 16);
+  const uint16_t bits = FloatToBf16(*value);
+  *value = Bf16ToFloat(bits);
+  return bits;
 }
 
 struct Bf16Problem {

@@ -3,28 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 
 namespace docsparse {
 namespace {
-
-uint16_t ToBf16(float value) {  // round to nearest even
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float FromBf16(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
 
 struct Case {
   int64_t items, rows_per_item, cols;
@@ -40,7 +26,7 @@ void CheckAgainstReference(const Case& c, Kernel kernel, const char* name) {
   std::normal_distribution<float> normal(0.0f, 4.0f);
   const int64_t rows = c.items * c.rows_per_item;
   std::vector<uint16_t> scores(static_cast<size_t>(rows * c.cols));
-  for (uint16_t& s : scores) s = ToBf16(normal(rng));
+  for (uint16_t& s : scores) s = FloatToBf16(normal(rng));
   const std::vector<uint16_t> original = scores;
   const float scale = 0.35f;
   const MaskedSoftmaxParams params{scores.data(),   scores.data(), c.valid.data(),
@@ -53,16 +39,16 @@ void CheckAgainstReference(const Case& c, Kernel kernel, const char* name) {
     const uint16_t* in = original.data() + row * c.cols;
     const uint16_t* out = scores.data() + row * c.cols;
     double max = -1e30, sum = 0;
-    for (int64_t k = 0; k < valid; ++k) max = std::max(max, double{FromBf16(in[k])} * scale);
-    for (int64_t k = 0; k < valid; ++k) sum += std::exp(double{FromBf16(in[k])} * scale - max);
+    for (int64_t k = 0; k < valid; ++k) max = std::max(max, double{Bf16ToFloat(in[k])} * scale);
+    for (int64_t k = 0; k < valid; ++k) sum += std::exp(double{Bf16ToFloat(in[k])} * scale - max);
     for (int64_t k = 0; k < c.cols; ++k) {
       if (k >= valid) {
         ASSERT_EQ(out[k], 0) << name << " row " << row << " masked col " << k;
         continue;
       }
-      const double want = std::exp(double{FromBf16(in[k])} * scale - max) / sum;
+      const double want = std::exp(double{Bf16ToFloat(in[k])} * scale - max) / sum;
       // One bf16 rounding of the probability: relative 2^-8, plus tiny slack.
-      ASSERT_NEAR(FromBf16(out[k]), want, want * (1.0 / 256) + 1e-7)
+      ASSERT_NEAR(Bf16ToFloat(out[k]), want, want * (1.0 / 256) + 1e-7)
           << name << " row " << row << " col " << k << " of " << c.cols;
     }
   }

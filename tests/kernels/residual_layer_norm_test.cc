@@ -3,25 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/bf16.h"
+
 namespace docsparse {
 namespace {
-
-float FromBf16(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
-uint16_t ToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
 
 struct Case {
   int64_t rows, width;
@@ -36,8 +24,8 @@ Case MakeCase(int64_t rows, int64_t width, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, 1);
   for (int64_t i = 0; i < rows * width; ++i) {
-    c.x.push_back(ToBf16(1000.0f + 4 * normal(rng)));
-    c.residual.push_back(ToBf16(normal(rng)));
+    c.x.push_back(FloatToBf16(1000.0f + 4 * normal(rng)));
+    c.residual.push_back(FloatToBf16(normal(rng)));
   }
   for (int64_t i = 0; i < width; ++i) {
     c.gamma.push_back(1 + 0.1f * normal(rng));
@@ -53,8 +41,8 @@ std::vector<double> Reference(const Case& c, bool with_residual, double eps) {
     std::vector<double> v;
     double mean = 0;
     for (int64_t i = 0; i < c.width; ++i) {
-      double value = FromBf16(c.x[r * c.width + i]);
-      if (with_residual) value += FromBf16(c.residual[r * c.width + i]);
+      double value = Bf16ToFloat(c.x[r * c.width + i]);
+      if (with_residual) value += Bf16ToFloat(c.residual[r * c.width + i]);
       v.push_back(value);
       mean += value / c.width;
     }
@@ -84,7 +72,7 @@ void ExpectWithinBf16(const std::vector<uint16_t>& got, const std::vector<double
   for (size_t i = 0; i < got.size(); ++i) {
     // bf16 keeps 8 bits: half a unit in the last place is 2^-9 relative;
     // the fp32 statistics add far less.
-    ASSERT_NEAR(FromBf16(got[i]), want[i], std::fabs(want[i]) * 0.004 + 1e-3) << "at " << i;
+    ASSERT_NEAR(Bf16ToFloat(got[i]), want[i], std::fabs(want[i]) * 0.004 + 1e-3) << "at " << i;
   }
 }
 
