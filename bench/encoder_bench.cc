@@ -21,6 +21,7 @@
 #include "model/attention/lsg_attention.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/encoder/encoder.h"
+#include "model/encoder/linear.h"
 #include "model/encoder/linear_precision.h"
 
 ABSL_FLAG(std::string, enc_model, "models/minilm-lsg", "encoder: the model folder");
@@ -71,9 +72,8 @@ double LinearMs(const EncoderShape& shape, int64_t rows, Precision precision, in
   double ms = 0;
   for (const Product& p : products) {
     const at::Tensor x = at::randn({1, rows, p.in}).to(ActivationType(precision));
-    const at::Tensor weight = ParameterForPrecision(at::randn({p.out, p.in}) * 0.05, precision);
-    const at::Tensor bias = ParameterForPrecision(at::zeros({p.out}), precision);
-    ms += MedianMs(repeats, [&] { Project(x, weight, bias); });
+    const Linear linear(at::randn({p.out, p.in}) * 0.05, at::zeros({p.out}), precision);
+    ms += MedianMs(repeats, [&] { linear(x); });
   }
   return ms * shape.num_layers;
 }

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/block_sparse_attention_avx2.h"
+#include "kernels/block_sparse_attention_fp32_tile.h"
 #include "kernels/cpu_features.h"
 
 namespace docsparse {
@@ -47,13 +47,13 @@ void SoftmaxUpdatePortable(Scratch& s, int32_t rows, int32_t tile_keys, int32_t 
   }
 }
 
-void TilePortable(Scratch& s, int32_t rows, const float* keys, const float* values,
-                  int32_t tile_keys, int32_t head_dim) {
+void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_stride,
+                  const float* values, int64_t value_stride, int32_t tile_keys, int32_t head_dim) {
   for (int32_t r = 0; r < rows; ++r) {
     const float* q = s.q.data() + static_cast<int64_t>(r) * head_dim;
     float* row = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
     for (int32_t j = 0; j < tile_keys; ++j) {
-      const float* k = keys + static_cast<int64_t>(j) * head_dim;
+      const float* k = keys + j * key_stride;
       float dot = 0;
       for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
       row[j] = dot;
@@ -64,59 +64,76 @@ void TilePortable(Scratch& s, int32_t rows, const float* keys, const float* valu
     const float* p = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
     float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
     for (int32_t j = 0; j < tile_keys; ++j) {
-      const float* v = values + static_cast<int64_t>(j) * head_dim;
+      const float* v = values + j * value_stride;
       for (int32_t d = 0; d < head_dim; ++d) acc[d] += p[j] * v[d];
     }
   }
 }
 
-bool UseAvx2(const AttentionParams& p) {
-  return p.isa == KernelIsa::kAuto && HostCpuFeatures().avx2_fma && p.head_dim % 8 == 0;
+enum class TilePath { kPortable, kAvx2, kAvx512 };
+
+TilePath ChooseTilePath(const AttentionParams& p) {
+  const CpuFeatures& cpu = HostCpuFeatures();
+  if (p.isa == KernelIsa::kPortable) return TilePath::kPortable;
+  if (p.isa == KernelIsa::kAuto && cpu.avx512f && cpu.avx512bw_vl && p.head_dim % 16 == 0) {
+    return TilePath::kAvx512;
+  }
+  return cpu.avx2_fma && p.head_dim % 8 == 0 ? TilePath::kAvx2 : TilePath::kPortable;
 }
 
 // One (item, head, query block): queries [first, last) against its spans.
-void AttendBlock(const AttentionParams& p, bool avx2, int64_t batch_head, int32_t first,
+void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, int32_t first,
                  int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
-  // The AVX2 path works on groups of 4 rows; spare rows are zero queries
+  const bool simd = path != TilePath::kPortable;
+  // The SIMD paths work on groups of 4 rows; spare rows are zero queries
   // whose results are dropped.
-  const int32_t padded_rows = avx2 ? (rows + 3) / 4 * 4 : rows;
+  const int32_t padded_rows = simd ? (rows + 3) / 4 * 4 : rows;
   const size_t row_floats = static_cast<size_t>(padded_rows) * d;
   s.q.assign(row_floats, 0.0f);
   s.acc.assign(row_floats, 0.0f);
   s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
   s.row_sum.assign(padded_rows, 0.0f);
-  if (avx2) s.keys_t.resize(static_cast<size_t>(d) * kKeyTile);
+  if (simd) s.keys_t.resize(static_cast<size_t>(d) * kKeyTile);
 
-  const float* q = p.q + (batch_head * p.q_len + first) * d;
-  for (int64_t i = 0; i < static_cast<int64_t>(rows) * d; ++i) s.q[i] = q[i] * p.scale;
-  const float* keys = p.k + batch_head * p.k_len * d;
-  const float* values = p.v + batch_head * p.k_len * d;
+  const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
+  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
+  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
+  const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
+  const float* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
+  for (int32_t r = 0; r < rows; ++r) {
+    for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
+  }
+  const float* keys = p.k + k_layout.Start(batch_head, p.heads);
+  const float* values = p.v + v_layout.Start(batch_head, p.heads);
 
   for (int32_t span = 0; span < num_spans; ++span) {
     const int32_t end = spans[span].begin + spans[span].length;
     for (int32_t tile = spans[span].begin; tile < end; tile += kKeyTile) {
       const int32_t tile_keys = std::min(kKeyTile, end - tile);
-      const float* tile_k = keys + static_cast<int64_t>(tile) * d;
-      const float* tile_v = values + static_cast<int64_t>(tile) * d;
-      if (avx2) {
-        Avx2Tile{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
-                 s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
-                 kKeyTile}
-            .Run(tile_k, tile_v, tile_keys);
+      const float* tile_k = keys + tile * k_layout.row_stride;
+      const float* tile_v = values + tile * v_layout.row_stride;
+      const Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
+                          s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
+                          kKeyTile};
+      if (path == TilePath::kAvx512) {
+        view.RunAvx512(tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys);
+      } else if (path == TilePath::kAvx2) {
+        view.RunAvx2(tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys);
       } else {
-        TilePortable(s, rows, tile_k, tile_v, tile_keys, d);
+        TilePortable(s, rows, tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys,
+                     d);
       }
     }
   }
 
-  float* out = p.out + (batch_head * p.q_len + first) * d;
+  float* out = p.out + out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     const float inverse = s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f;
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
-    for (int32_t i = 0; i < d; ++i) out[static_cast<int64_t>(r) * d + i] = acc[i] * inverse;
+    for (int32_t i = 0; i < d; ++i) out[r * out_layout.row_stride + i] = acc[i] * inverse;
   }
 }
 
@@ -124,11 +141,11 @@ void AttendBlock(const AttentionParams& p, bool avx2, int64_t batch_head, int32_
 
 void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
-  const bool avx2 = UseAvx2(p);
-  ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p, avx2]() {
-    return [&p, avx2, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
+  const TilePath path = ChooseTilePath(p);
+  ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p, path]() {
+    return [&p, path, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
                                            const KeySpan* spans, int32_t num_spans) mutable {
-      AttendBlock(p, avx2, batch_head, first, last, spans, num_spans, scratch);
+      AttendBlock(p, path, batch_head, first, last, spans, num_spans, scratch);
     };
   });
 }

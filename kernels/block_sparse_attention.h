@@ -37,15 +37,39 @@ struct BlockSparsePlanView {
   const KeySpan* spans;
 };
 
-// Which instruction set the executor uses; kAuto picks AVX2+FMA when the CPU
-// has it. kPortable forces the plain C++ path (tests compare the two).
-enum class KernelIsa { kAuto, kPortable };
+// Where the rows of a [batch, heads, len, head_dim] operand lie: element
+// offsets between consecutive items, heads and rows (a row's head_dim
+// elements are contiguous). All zero, the default, means contiguous. The
+// encoder's projection output [batch, seq, 3, heads, head_dim] is read in
+// place this way, and the context written straight into [batch, seq,
+// heads, head_dim], with no copy on either side.
+struct RowLayout {
+  int64_t batch_stride = 0;
+  int64_t head_stride = 0;
+  int64_t row_stride = 0;
+
+  // This layout, or the contiguous one when it is all zero.
+  RowLayout Resolve(int32_t heads, int32_t len, int32_t head_dim) const {
+    if (batch_stride != 0 || head_stride != 0 || row_stride != 0) return *this;
+    return RowLayout{int64_t{heads} * len * head_dim, int64_t{len} * head_dim, head_dim};
+  }
+  // Offset of the first row of (item · heads + head) `batch_head`.
+  int64_t Start(int64_t batch_head, int32_t heads) const {
+    return batch_head / heads * batch_stride + batch_head % heads * head_stride;
+  }
+};
+
+// Which instruction set the executor uses; kAuto picks AVX-512 where the CPU
+// has it and head_dim is a multiple of 16, else AVX2+FMA where it has that and
+// head_dim is a multiple of 8, else the plain C++ path. kAvx2 and kPortable
+// force a path (kAvx2 falls back to portable without AVX2); tests compare them.
+enum class KernelIsa { kAuto, kAvx2, kPortable };
 
 struct AttentionParams {
-  const float* q;  // [batch, heads, q_len, head_dim], contiguous
-  const float* k;  // [batch, heads, k_len, head_dim], contiguous
-  const float* v;  // [batch, heads, k_len, head_dim], contiguous
-  float* out;      // [batch, heads, q_len, head_dim], contiguous
+  const float* q;  // [batch, heads, q_len, head_dim], laid out as q_layout says
+  const float* k;  // [batch, heads, k_len, head_dim]
+  const float* v;  // [batch, heads, k_len, head_dim]
+  float* out;      // [batch, heads, q_len, head_dim]
   int32_t batch;
   int32_t heads;
   int32_t q_len;
@@ -53,6 +77,7 @@ struct AttentionParams {
   int32_t head_dim;
   float scale;  // usually 1 / sqrt(head_dim)
   KernelIsa isa = KernelIsa::kAuto;
+  RowLayout q_layout = {}, k_layout = {}, v_layout = {}, out_layout = {};  // default: contiguous
 };
 
 // Hands the plan's work items, one per (item·head, query block), to up to

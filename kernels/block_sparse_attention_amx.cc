@@ -79,11 +79,11 @@ struct Scratch {
 // The tile's keys as the B operands of q·kᵀ: tile (c, dt) holds, in row p,
 // column j, the pair k[2p], k[2p + 1] of depth chunk dt of key 16c + j: a
 // 16 x 16 transpose of 32-bit pairs, one gather per row. Padding keys
-// (slots >= filled) are zeros.
-DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int32_t filled, int32_t padded_keys,
-                            int32_t head_dim) {
+// (slots >= filled) are zeros. Keys lie `key_stride` (even) values apart.
+DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int64_t key_stride, int32_t filled,
+                            int32_t padded_keys, int32_t head_dim) {
   const int32_t depth_tiles = head_dim / kDepth;
-  const int32_t pairs_per_key = head_dim / 2;
+  const int32_t pairs_per_key = static_cast<int32_t>(key_stride / 2);
   for (int32_t c = 0; c < padded_keys / 16; ++c) {
     alignas(64) int32_t first_pair[16];
     for (int32_t j = 0; j < 16; ++j) {
@@ -107,16 +107,14 @@ DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int32_t filled, in
 // The tile's values as the B operands of p·v: tile (kc, n) holds, in row p,
 // the pairs v[32kc + 2p][16n + j], v[32kc + 2p + 1][16n + j] of its 16 output
 // columns j: two value rows interleaved. Padding keys are zeros.
-DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int32_t filled,
-                              int32_t padded_keys, int32_t head_dim) {
+DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int64_t value_stride,
+                              int32_t filled, int32_t padded_keys, int32_t head_dim) {
   static const uint16_t kZeroRow[kMaxHeadDim] = {};
   const int32_t column_tiles = head_dim / 16;
   for (int32_t pair = 0; pair < padded_keys / 2; ++pair) {
     const int32_t even = 2 * pair;
-    const uint16_t* low =
-        even < filled ? values + static_cast<int64_t>(s.keys[even]) * head_dim : kZeroRow;
-    const uint16_t* high =
-        even + 1 < filled ? values + static_cast<int64_t>(s.keys[even + 1]) * head_dim : kZeroRow;
+    const uint16_t* low = even < filled ? values + s.keys[even] * value_stride : kZeroRow;
+    const uint16_t* high = even + 1 < filled ? values + s.keys[even + 1] * value_stride : kZeroRow;
     uint16_t* row = s.v_packed.data() +
                     static_cast<int64_t>(pair / kTileRows) * column_tiles * kPackedTile +
                     (pair % kTileRows) * kDepth;
@@ -250,22 +248,28 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   const int32_t rows = last - first;
   const int32_t row_tiles = (rows + kTileRows - 1) / kTileRows;
   const int32_t padded_rows = row_tiles * kTileRows;
+  const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
+  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
+  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
+  const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
   s.q.assign(static_cast<size_t>(padded_rows) * d, 0);
-  std::memcpy(s.q.data(), p.q + (batch_head * p.q_len + first) * d,
-              static_cast<size_t>(rows) * d * sizeof(uint16_t));
+  const uint16_t* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
+  for (int32_t r = 0; r < rows; ++r) {
+    std::memcpy(s.q.data() + r * d, q + r * q_layout.row_stride, d * sizeof(uint16_t));
+  }
   s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
   s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.probs.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
   s.row_sum.assign(padded_rows, 0.0f);
 
-  const uint16_t* keys = p.k + batch_head * p.k_len * d;
-  const uint16_t* values = p.v + batch_head * p.k_len * d;
+  const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
+  const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
   int32_t filled = 0;
   auto run_tile = [&]() {
     const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
-    PackKeys(s, keys, filled, padded_keys, d);
-    PackValues(s, values, filled, padded_keys, d);
+    PackKeys(s, keys, k_layout.row_stride, filled, padded_keys, d);
+    PackValues(s, values, v_layout.row_stride, filled, padded_keys, d);
     Scores(s, row_tiles, padded_keys, d);
     SoftmaxUpdate(s, p.scale, padded_rows, filled, padded_keys, d);
     Accumulate(s, row_tiles, padded_keys, d);
@@ -280,11 +284,20 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   }
   if (filled > 0) run_tile();
 
-  float* out = p.out + (batch_head * p.q_len + first) * d;
+  const int64_t out_start = out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
-    const float inverse = s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f;
+    const __m512 inverse = _mm512_set1_ps(s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f);
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
-    for (int32_t n = 0; n < d; ++n) out[static_cast<int64_t>(r) * d + n] = acc[n] * inverse;
+    const int64_t row = out_start + r * out_layout.row_stride;
+    for (int32_t n = 0; n < d; n += 16) {
+      const __m512 value = _mm512_mul_ps(_mm512_loadu_ps(acc + n), inverse);
+      if (p.out != nullptr) {
+        _mm512_storeu_ps(p.out + row + n, value);
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.out_bf16 + row + n),
+                            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(value)));
+      }
+    }
   }
 }
 

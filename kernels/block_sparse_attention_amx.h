@@ -18,16 +18,20 @@
 namespace docsparse {
 
 struct Bf16AttentionParams {
-  const uint16_t* q;  // [batch, heads, q_len, head_dim] bf16 bits, contiguous
-  const uint16_t* k;  // [batch, heads, k_len, head_dim] bf16 bits, contiguous
-  const uint16_t* v;  // [batch, heads, k_len, head_dim] bf16 bits, contiguous
-  float* out;         // [batch, heads, q_len, head_dim] fp32, contiguous
+  const uint16_t* q;  // [batch, heads, q_len, head_dim] bf16 bits, laid out as q_layout says
+  const uint16_t* k;  // [batch, heads, k_len, head_dim] bf16 bits
+  const uint16_t* v;  // [batch, heads, k_len, head_dim] bf16 bits
+  float* out;         // [batch, heads, q_len, head_dim] fp32, or null: see out_bf16
   int32_t batch;
   int32_t heads;
   int32_t q_len;
   int32_t k_len;
   int32_t head_dim;
   float scale;  // applied to the fp32 scores, usually 1 / sqrt(head_dim)
+  // Default: contiguous. k_layout and v_layout need even row strides (the
+  // keys are gathered as pairs of bf16).
+  RowLayout q_layout = {}, k_layout = {}, v_layout = {}, out_layout = {};
+  uint16_t* out_bf16 = nullptr;  // the output in bf16 instead, where out is null
 };
 
 // True where this process can run the AMX executor for heads of this size:

@@ -1,11 +1,10 @@
-#include "kernels/block_sparse_attention_avx2.h"
-
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/block_sparse_attention_fp32_tile.h"
 #include "kernels/vector_exp.h"
 
 namespace docsparse {
@@ -30,7 +29,7 @@ DOCSPARSE_AVX2 inline float HorizontalSum(__m256 v) {
 
 // scores[r][j] = q[r]·k[j] for 4 rows x 16 keys at a time: 8 accumulators
 // stay in registers across the head dimension.
-DOCSPARSE_AVX2 void Scores(const Avx2Tile& t, int32_t padded_keys) {
+DOCSPARSE_AVX2 void Scores(const Fp32Tile& t, int32_t padded_keys) {
   const int32_t d = t.head_dim;
   for (int32_t r = 0; r < t.rows; r += 4) {
     const float* q0 = t.q + static_cast<int64_t>(r) * d;
@@ -77,7 +76,7 @@ DOCSPARSE_AVX2 void Scores(const Avx2Tile& t, int32_t padded_keys) {
 
 // Online-softmax update of every row over the tile's first tile_keys scores
 // (the padding keys beyond get probability 0).
-DOCSPARSE_AVX2 void SoftmaxUpdate(const Avx2Tile& t, int32_t tile_keys, int32_t padded_keys) {
+DOCSPARSE_AVX2 void SoftmaxUpdate(const Fp32Tile& t, int32_t tile_keys, int32_t padded_keys) {
   const int32_t full = tile_keys / 8 * 8;
   for (int32_t r = 0; r < t.rows; ++r) {
     float* row = t.scores + static_cast<int64_t>(r) * t.stride;
@@ -110,7 +109,8 @@ DOCSPARSE_AVX2 void SoftmaxUpdate(const Avx2Tile& t, int32_t tile_keys, int32_t 
 }
 
 // acc[r] += Σ_j p[r][j] · v[j], 4 rows x 8 output columns in registers.
-DOCSPARSE_AVX2 void Accumulate(const Avx2Tile& t, const float* values, int32_t tile_keys) {
+DOCSPARSE_AVX2 void Accumulate(const Fp32Tile& t, const float* values, int64_t value_stride,
+                               int32_t tile_keys) {
   const int32_t d = t.head_dim;
   for (int32_t r = 0; r < t.rows; r += 4) {
     const float* p0 = t.scores + static_cast<int64_t>(r) * t.stride;
@@ -124,7 +124,7 @@ DOCSPARSE_AVX2 void Accumulate(const Avx2Tile& t, const float* values, int32_t t
       __m256 a2 = _mm256_loadu_ps(acc + 2 * d);
       __m256 a3 = _mm256_loadu_ps(acc + 3 * d);
       for (int32_t j = 0; j < tile_keys; ++j) {
-        const __m256 v = _mm256_loadu_ps(values + static_cast<int64_t>(j) * d + c);
+        const __m256 v = _mm256_loadu_ps(values + j * value_stride + c);
         a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), v, a0);
         a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), v, a1);
         a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p2 + j), v, a2);
@@ -140,18 +140,19 @@ DOCSPARSE_AVX2 void Accumulate(const Avx2Tile& t, const float* values, int32_t t
 
 }  // namespace
 
-DOCSPARSE_AVX2 void Avx2Tile::Run(const float* keys, const float* values, int32_t tile_keys) const {
+DOCSPARSE_AVX2 void Fp32Tile::RunAvx2(const float* keys, int64_t key_stride, const float* values,
+                                      int64_t value_stride, int32_t tile_keys) const {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
   // Transpose the key tile so the score loop reads 16 keys per load; spare
   // columns are zero (their scores are overwritten by -inf).
   for (int32_t i = 0; i < head_dim; ++i) {
     float* row = keys_t + static_cast<int64_t>(i) * stride;
-    for (int32_t j = 0; j < tile_keys; ++j) row[j] = keys[static_cast<int64_t>(j) * head_dim + i];
+    for (int32_t j = 0; j < tile_keys; ++j) row[j] = keys[j * key_stride + i];
     for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = 0.0f;
   }
   Scores(*this, padded_keys);
   SoftmaxUpdate(*this, tile_keys, padded_keys);
-  Accumulate(*this, values, tile_keys);
+  Accumulate(*this, values, value_stride, tile_keys);
 }
 
 }  // namespace docsparse

@@ -45,7 +45,8 @@ struct ItemAttentionOptions {
 
 struct AttentionInputs {
   // [batch, heads, seq, head_dim] each, in the model's activation type:
-  // float32, or bfloat16 for a bf16 model.
+  // float32, or bfloat16 for a bf16 model. Any strides with head_dim
+  // contiguous: the encoder passes views of its interleaved projection.
   at::Tensor query;
   at::Tensor key;
   at::Tensor value;
@@ -75,8 +76,11 @@ class AttentionMechanism {
                              std::vector<ItemAttentionCost>* item_costs) const = 0;
 };
 
-// softmax(q·kᵀ/√d + padding mask)·v with dense matrices (BLAS, or oneDNN's
-// bf16 matmul for a bf16 model); density 1.
+// softmax(q·kᵀ/√d + padding mask)·v over every real key; density 1. Runs on
+// the block-sparse executors with one span per query block (AMX tiles for a
+// bf16 model, AVX2 for fp32), reading q, k and v in place and returning a
+// view of a [batch, seq, heads, head_dim] context; elsewhere BLAS (fp32) or
+// oneDNN's bf16 matmul with a fused softmax, the matrices materialised.
 std::unique_ptr<AttentionMechanism> MakeDenseAttention();
 
 }  // namespace docsparse

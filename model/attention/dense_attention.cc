@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/block_sparse_attention.h"
+#include "kernels/block_sparse_attention_amx.h"
+#include "kernels/cpu_features.h"
 #include "kernels/masked_softmax.h"
 #include "model/attention/attention.h"
 
@@ -55,6 +58,112 @@ at::Tensor Bf16Context(const AttentionInputs& in, float scale) {
   return at::matmul(scores, in.value.to(at::kBFloat16)).to(at::kFloat);
 }
 
+// Dense attention as a block-sparse plan for our executors: every query
+// block of item b attends to the single span of its real keys [0, length);
+// blocks wholly in b's padding get no span (their rows come out as zeros).
+struct DensePlan {
+  std::vector<int32_t> block_starts;
+  std::vector<int32_t> span_offsets{0};
+  std::vector<KeySpan> spans;
+
+  DensePlan(const std::vector<int64_t>& lengths, int64_t heads, int64_t seq, int32_t block_rows) {
+    for (int64_t start = 0; start < seq; start += block_rows) {
+      block_starts.push_back(static_cast<int32_t>(start));
+    }
+    block_starts.push_back(static_cast<int32_t>(seq));
+    const size_t blocks = block_starts.size() - 1;
+    for (int64_t length : lengths) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (size_t block = 0; block < blocks; ++block) {
+          if (block_starts[block] < length) spans.push_back({0, static_cast<int32_t>(length)});
+          span_offsets.push_back(static_cast<int32_t>(spans.size()));
+        }
+      }
+    }
+  }
+  BlockSparsePlanView View() const {
+    return {static_cast<int32_t>(block_starts.size() - 1), block_starts.data(), span_offsets.data(),
+            spans.data()};
+  }
+};
+
+// A [batch, heads, len, head_dim] tensor's strides as the executors take them.
+RowLayout LayoutOf(const at::Tensor& t) {
+  TORCH_CHECK(t.stride(3) == 1, "dense attention: head_dim must be contiguous");
+  return RowLayout{t.stride(0), t.stride(1), t.stride(2)};
+}
+
+// The context in [batch, seq, heads, head_dim] memory, returned as the
+// [batch, heads, seq, head_dim] view the interface promises: the encoder's
+// merge of the heads is then free.
+at::Tensor ContextBuffer(const AttentionInputs& in, at::ScalarType type) {
+  return at::empty({in.query.size(0), in.query.size(2), in.query.size(1), in.query.size(3)},
+                   in.query.options().dtype(type))
+      .permute({0, 2, 1, 3});
+}
+
+// A bf16 model on AMX: the tile executor reads q, k and v where they lie (the
+// projection's interleaved output) and writes a bf16 context; the score
+// matrix is never materialised.
+at::Tensor AmxContext(const AttentionInputs& in, float scale, int num_threads) {
+  constexpr int32_t kBlockRows = 128;
+  const at::Tensor q = in.query.to(at::kBFloat16);
+  const at::Tensor k = in.key.to(at::kBFloat16);
+  const at::Tensor v = in.value.to(at::kBFloat16);
+  at::Tensor context = ContextBuffer(in, at::kBFloat16);
+  const auto bits = [](const at::Tensor& t) {
+    return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
+  };
+  const DensePlan plan(in.lengths, q.size(1), q.size(2), kBlockRows);
+  Bf16AttentionParams params{bits(q),
+                             bits(k),
+                             bits(v),
+                             nullptr,
+                             static_cast<int32_t>(q.size(0)),
+                             static_cast<int32_t>(q.size(1)),
+                             static_cast<int32_t>(q.size(2)),
+                             static_cast<int32_t>(k.size(2)),
+                             static_cast<int32_t>(q.size(3)),
+                             scale,
+                             LayoutOf(q),
+                             LayoutOf(k),
+                             LayoutOf(v),
+                             LayoutOf(context)};
+  params.out_bf16 = bits(context);
+  BlockSparseAttentionAmx(params, plan.View(), num_threads);
+  return context;
+}
+
+// An fp32 model on a CPU with AVX2 or AVX-512: the block-sparse executor's
+// online softmax over the same single spans, reading q, k and v in place
+// (BLAS's batched [seq x 32] products and a separate softmax ran at ~70
+// GFLOP/s).
+at::Tensor SimdContext(const AttentionInputs& in, float scale, int num_threads) {
+  constexpr int32_t kBlockRows = 64;
+  const at::Tensor q = in.query.to(at::kFloat);
+  const at::Tensor k = in.key.to(at::kFloat);
+  const at::Tensor v = in.value.to(at::kFloat);
+  at::Tensor context = ContextBuffer(in, at::kFloat);
+  const DensePlan plan(in.lengths, q.size(1), q.size(2), kBlockRows);
+  const AttentionParams params{q.data_ptr<float>(),
+                               k.data_ptr<float>(),
+                               v.data_ptr<float>(),
+                               context.data_ptr<float>(),
+                               static_cast<int32_t>(q.size(0)),
+                               static_cast<int32_t>(q.size(1)),
+                               static_cast<int32_t>(q.size(2)),
+                               static_cast<int32_t>(k.size(2)),
+                               static_cast<int32_t>(q.size(3)),
+                               scale,
+                               KernelIsa::kAuto,
+                               LayoutOf(q),
+                               LayoutOf(k),
+                               LayoutOf(v),
+                               LayoutOf(context)};
+  BlockSparseAttentionCpu(params, plan.View(), num_threads);
+  return context;
+}
+
 class DenseAttention final : public AttentionMechanism {
  public:
   AttentionKind kind() const override { return AttentionKind::kDense; }
@@ -63,10 +172,19 @@ class DenseAttention final : public AttentionMechanism {
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
     const int64_t heads = in.query.size(1);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(in.query.size(3)));
-    at::Tensor context = in.precision == Precision::kBf16
-                             ? Bf16Context(in, static_cast<float>(scale))
-                             : Fp32Context(in, scale);
+    const int64_t head_dim = in.query.size(3);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    const int threads = at::get_num_threads();
+    at::Tensor context;
+    if (in.precision == Precision::kBf16) {
+      context = AmxBlockSparseAttentionAvailable(static_cast<int32_t>(head_dim))
+                    ? AmxContext(in, static_cast<float>(scale), threads)
+                    : Bf16Context(in, static_cast<float>(scale));
+    } else {
+      context = HostCpuFeatures().avx2_fma && head_dim % 8 == 0
+                    ? SimdContext(in, static_cast<float>(scale), threads)
+                    : Fp32Context(in, scale);
+    }
 
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {

@@ -1,7 +1,7 @@
-// The feed-forward's first half for a bf16 encoder: the product without its
-// bias, then kernels/bias_gelu adds the bias and applies GELU in one pass
-// over the [rows, intermediate] activations (LibTorch copied the bias into
-// the product's output first and ran the activation as a pass of its own).
+// The feed-forward's first half for a bf16 encoder: the product runs without
+// its bias (Linear::Bias::kByCaller), then kernels/bias_gelu adds the bias and
+// applies GELU in one pass over the [rows, intermediate] activations, the
+// largest of a layer, instead of a pass for each.
 #ifndef DOCSPARSE_MODEL_ENCODER_BIAS_GELU_H_
 #define DOCSPARSE_MODEL_ENCODER_BIAS_GELU_H_
 
@@ -9,10 +9,10 @@
 
 namespace docsparse {
 
-// GELU(x·weightᵀ + bias) for bf16 x, weight and bias; `tanh_form` picks
-// "gelu_new" over the exact (erf) GELU.
-at::Tensor ProjectBiasGeluBf16(const at::Tensor& x, const at::Tensor& weight,
-                               const at::Tensor& bias, bool tanh_form);
+// GELU(product + bias) in place and returned, for a contiguous bf16 product
+// [..., width] and bf16 bias [width]; `tanh_form` picks "gelu_new" over the
+// exact (erf) GELU.
+at::Tensor BiasGeluBf16(at::Tensor product, const at::Tensor& bias, bool tanh_form);
 
 }  // namespace docsparse
 

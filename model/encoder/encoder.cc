@@ -28,15 +28,22 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
       precision_(ResolvePrecision(precision, HostCpuFeatures())),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
-  for (EncoderLayerWeights& layer : weights_.layers) {
-    // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
-    for (at::Tensor* parameter :
-         {&layer.qkv_weight, &layer.qkv_bias, &layer.output_weight, &layer.output_bias,
-          &layer.intermediate_weight, &layer.intermediate_bias, &layer.ffn_output_weight,
-          &layer.ffn_output_bias}) {
-      *parameter = ParameterForPrecision(*parameter, precision_);
-    }
+  // bf16 GELU layers leave their first product's bias to kernels/bias_gelu.
+  const Linear::Bias intermediate_bias =
+      precision_ == Precision::kBf16 && config_.activation != Activation::kRelu
+          ? Linear::Bias::kByCaller
+          : Linear::Bias::kInProduct;
+  for (const EncoderLayerWeights& w : weights_.layers) {
+    layers_.push_back(EncoderLayer{
+        Linear(w.qkv_weight, w.qkv_bias, precision_),
+        Linear(w.output_weight, w.output_bias, precision_),
+        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias),
+        Linear(w.ffn_output_weight, w.ffn_output_bias, precision_),
+        // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
+        w.attention_norm_weight.to(at::kFloat), w.attention_norm_bias.to(at::kFloat),
+        w.output_norm_weight.to(at::kFloat), w.output_norm_bias.to(at::kFloat)});
   }
+  weights_.layers.clear();
 }
 
 EncoderShape Encoder::shape() const {
@@ -116,7 +123,7 @@ at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const En
   return x;
 }
 
-at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
+at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
                           const std::vector<int64_t>& lengths,
                           const std::vector<ItemAttentionOptions>& options, int layer,
                           std::vector<ItemAttentionCost>* item_costs) const {
@@ -125,23 +132,19 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayerWeights& w,
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.hidden_size / heads;
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
-  at::Tensor qkv = Project(x, w.qkv_weight, w.qkv_bias)
-                       .view({batch, seq, 3, heads, head_dim})
-                       .permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{
-      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options,
-      precision_};
+  // views, read in place by the mechanisms that can (dense on our kernels).
+  at::Tensor qkv = w.qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+  AttentionInputs inputs{qkv[0], qkv[1], qkv[2], lengths, layer, options, precision_};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .to(x.scalar_type())
                            .permute({0, 2, 1, 3})
                            .reshape({batch, seq, config_.hidden_size});
-  at::Tensor attended =
-      ResidualLayerNorm(Project(context, w.output_weight, w.output_bias), x,
-                        w.attention_norm_weight, w.attention_norm_bias, config_.layer_norm_eps);
+  at::Tensor attended = ResidualLayerNorm(w.output(context), x, w.attention_norm_weight,
+                                          w.attention_norm_bias, config_.layer_norm_eps);
   return FeedForward(attended, w);
 }
 
-at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayerWeights& w) const {
+at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& w) const {
   // 2,048 rows of a BERT-base intermediate are 6 (bf16) or 12 (fp32) MB.
   constexpr int64_t kChunkRows = 2048;
   const at::Tensor rows = attended.reshape({-1, config_.hidden_size});
@@ -151,13 +154,13 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayerWe
     const int64_t count = std::min(kChunkRows, total - begin);
     const at::Tensor in = rows.narrow(0, begin, count);
     const at::Tensor inner =
-        in.scalar_type() == at::kBFloat16 && config_.activation != Activation::kRelu
-            ? ProjectBiasGeluBf16(in, w.intermediate_weight, w.intermediate_bias,
-                                  config_.activation == Activation::kGeluNew)
-            : Activate(Project(in, w.intermediate_weight, w.intermediate_bias));
+        precision_ == Precision::kBf16 && config_.activation != Activation::kRelu
+            ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
+                           config_.activation == Activation::kGeluNew)
+            : Activate(w.intermediate(in));
     out.narrow(0, begin, count)
-        .copy_(ResidualLayerNorm(Project(inner, w.ffn_output_weight, w.ffn_output_bias), in,
-                                 w.output_norm_weight, w.output_norm_bias, config_.layer_norm_eps));
+        .copy_(ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
+                                 config_.layer_norm_eps));
   }
   return out.view(attended.sizes());
 }
@@ -234,7 +237,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
     x = x.to(ActivationType(precision_));
     for (int layer = 0; layer < config_.num_layers; ++layer) {
-      x = Layer(x, weights_.layers[layer], positions, batch.attention_options, layer, &item_costs);
+      x = Layer(x, layers_[layer], positions, batch.attention_options, layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
       }

@@ -15,6 +15,7 @@
 #include "model/attention/cost_model.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/precision.h"
+#include "model/encoder/linear.h"
 
 namespace docsparse {
 
@@ -24,6 +25,14 @@ struct EncoderLayerWeights {
   at::Tensor attention_norm_weight, attention_norm_bias;
   at::Tensor intermediate_weight, intermediate_bias;
   at::Tensor ffn_output_weight, ffn_output_bias;
+  at::Tensor output_norm_weight, output_norm_bias;
+};
+
+// One layer as it runs: the products packed for the encoder's precision
+// (linear.h), the LayerNorm parameters in fp32.
+struct EncoderLayer {
+  Linear qkv, output, intermediate, ffn_output;
+  at::Tensor attention_norm_weight, attention_norm_bias;
   at::Tensor output_norm_weight, output_norm_bias;
 };
 
@@ -108,8 +117,7 @@ class Encoder {
   at::Tensor AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
                              const std::vector<int64_t>& lengths,
                              std::vector<int64_t>* positions) const;
-  at::Tensor Layer(const at::Tensor& x, const EncoderLayerWeights& w,
-                   const std::vector<int64_t>& lengths,
+  at::Tensor Layer(const at::Tensor& x, const EncoderLayer& w, const std::vector<int64_t>& lengths,
                    const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;
   // LayerNorm(W2·act(W1·x + b1) + b2 + x) over chunks of rows: a 16k-token
@@ -117,14 +125,14 @@ class Encoder {
   // glibc's largest mmap threshold (32 MiB), so whole they were mapped and
   // page-faulted in afresh at every layer (half the feed-forward's time);
   // chunks are reused from the heap and stay nearer the cache.
-  at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayerWeights& w) const;
+  at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayer& w) const;
   at::Tensor Activate(const at::Tensor& x) const;
 
   EncoderConfig config_;
   Precision precision_;
-  // The layers' weights and biases stored for precision_ (LayerNorm
-  // parameters stay fp32).
+  // The embeddings (weights_.layers is emptied once layers_ is built).
   EncoderWeights weights_;
+  std::vector<EncoderLayer> layers_;
   std::unique_ptr<AttentionMechanism> attention_;
 };
 

@@ -1,10 +1,10 @@
 // How the encoder runs in a chosen precision (docsparse.json "precision", the
 // server's --precision): fp32, or bf16 as OpenVINO runs it on the same CPUs:
 // parameters and the activations between operations in bf16, products on the
-// CPU's bf16 hardware (AMX tiles, AVX512-BF16) through LibTorch's oneDNN
-// matmul, and every reduction (product sums, softmax, LayerNorm statistics)
-// accumulated in fp32. Converting activations to bf16 before each product and
-// back after it cost more than the products at 16k tokens.
+// CPU's bf16 hardware (AMX tiles, AVX512-BF16) through oneDNN's matmul
+// (linear.h), and every reduction (product sums, softmax, LayerNorm
+// statistics) accumulated in fp32. Converting activations to bf16 before
+// each product and back after it cost more than the products at 16k tokens.
 #ifndef DOCSPARSE_MODEL_ENCODER_LINEAR_PRECISION_H_
 #define DOCSPARSE_MODEL_ENCODER_LINEAR_PRECISION_H_
 
@@ -22,14 +22,6 @@ Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu);
 // The element type of parameters and activations for `precision` (kFp32 or
 // kBf16).
 at::ScalarType ActivationType(Precision precision);
-
-// A parameter (weight, bias, LayerNorm scale) stored for `precision`: a bf16
-// copy, made once at load, or the fp32 tensor itself.
-at::Tensor ParameterForPrecision(const at::Tensor& parameter, Precision precision);
-
-// x·weightᵀ + bias in the weight's element type (x is converted to it if it
-// is not already).
-at::Tensor Project(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 }  // namespace docsparse
 

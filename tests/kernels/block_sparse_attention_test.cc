@@ -130,14 +130,17 @@ TEST(BlockSparseAttentionTest, RandomSpansOddShapesMatchReference) {
   }
 }
 
-TEST(BlockSparseAttentionTest, Avx2AndPortablePathsAgreeOnLongSpans) {
-  // Head sizes of the tiny fixtures (8), MiniLM (32) and base models (64);
-  // spans longer than one 256-key tile; blocks not a multiple of 4 rows.
-  for (int head_dim : {8, 32, 64}) {
+TEST(BlockSparseAttentionTest, SimdAndPortablePathsAgreeOnLongSpans) {
+  // Head sizes of the tiny fixtures (8), MiniLM (32), 48 (AVX-512's tail of
+  // 16 columns), base models (64); spans longer than one 256-key tile, with
+  // 16-key tails; blocks not a multiple of 4 rows. kAuto is AVX-512 on CPUs
+  // with it (head_dim a multiple of 16), kAvx2 forces AVX2.
+  for (int head_dim : {8, 32, 48, 64}) {
     const Problem p = MakeProblem(2, 2, 70, 700, head_dim, 13, /*dense=*/false, head_dim, 300);
     const std::vector<float> want = Reference(p);
-    ExpectClose(RunKernel(p, 2, KernelIsa::kPortable), want);
-    ExpectClose(RunKernel(p, 2, KernelIsa::kAuto), want);
+    for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAuto}) {
+      ExpectClose(RunKernel(p, 2, isa), want);
+    }
   }
 }
 
@@ -158,6 +161,97 @@ TEST(BlockSparseAttentionTest, BlockWithoutSpansGivesZeros) {
 TEST(BlockSparseAttentionTest, ThreadCountDoesNotChangeBits) {
   const Problem p = MakeProblem(2, 4, 50, 61, 12, 7, /*dense=*/false, 5);
   EXPECT_EQ(RunKernel(p, 1), RunKernel(p, 4));
+}
+
+// q, k and v interleaved as the encoder's projection writes them, [batch,
+// seq, 3, heads, head_dim], and the output as [batch, seq, heads, head_dim]
+// rows `out_pad` values longer than a head's: element (b, h, i, d) of each
+// operand and where it lies.
+template <typename T>
+struct Interleaved {
+  std::vector<T> qkv;
+  RowLayout q, k, v, out;
+  int64_t out_size;
+};
+
+template <typename T>
+Interleaved<T> Interleave(const Problem& p, const std::vector<T>& q, const std::vector<T>& k,
+                          const std::vector<T>& v, int out_pad) {
+  const int64_t width = int64_t{p.heads} * p.head_dim;
+  Interleaved<T> x;
+  x.qkv.resize(static_cast<size_t>(p.batch) * p.q_len * 3 * width);
+  for (int which = 0; which < 3; ++which) {
+    const std::vector<T>& from = which == 0 ? q : which == 1 ? k : v;
+    RowLayout& layout = which == 0 ? x.q : which == 1 ? x.k : x.v;
+    layout = RowLayout{int64_t{p.q_len} * 3 * width, p.head_dim, 3 * width};
+    for (int b = 0; b < p.batch; ++b) {
+      for (int h = 0; h < p.heads; ++h) {
+        for (int i = 0; i < p.q_len; ++i) {
+          for (int d = 0; d < p.head_dim; ++d) {
+            x.qkv[which * width + b * layout.batch_stride + h * layout.head_stride +
+                  i * layout.row_stride + d] =
+                from[((static_cast<size_t>(b) * p.heads + h) * p.q_len + i) * p.head_dim + d];
+          }
+        }
+      }
+    }
+  }
+  const int64_t out_row = width + out_pad;
+  x.out = RowLayout{int64_t{p.q_len} * out_row, p.head_dim, out_row};
+  x.out_size = int64_t{p.batch} * p.q_len * out_row;
+  return x;
+}
+
+// The output of a run with x's layouts, gathered back into [batch, heads,
+// q_len, head_dim].
+template <typename T, typename Out>
+std::vector<float> Gather(const Problem& p, const Interleaved<T>& x, const std::vector<Out>& out,
+                          float (*to_float)(Out)) {
+  std::vector<float> result;
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads; ++h) {
+      for (int i = 0; i < p.q_len; ++i) {
+        for (int d = 0; d < p.head_dim; ++d) {
+          result.push_back(to_float(
+              out[b * x.out.batch_stride + h * x.out.head_stride + i * x.out.row_stride + d]));
+        }
+      }
+    }
+  }
+  return result;
+}
+
+float Identity(float value) { return value; }
+
+TEST(BlockSparseAttentionTest, InterleavedLayoutsGiveTheSameBits) {
+  for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAuto}) {
+    const Problem p = MakeProblem(2, 3, 45, 45, 16, 8, /*dense=*/false, 11, 9);
+    const Interleaved<float> x = Interleave(p, p.q, p.k, p.v, /*out_pad=*/5);
+    const int64_t width = int64_t{p.heads} * p.head_dim;
+    std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
+    AttentionParams params{x.qkv.data(),
+                           x.qkv.data() + width,
+                           x.qkv.data() + 2 * width,
+                           out.data(),
+                           p.batch,
+                           p.heads,
+                           p.q_len,
+                           p.k_len,
+                           p.head_dim,
+                           1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                           isa,
+                           x.q,
+                           x.k,
+                           x.v,
+                           x.out};
+    BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+    BlockSparseAttentionCpu(params, plan, 2);
+    EXPECT_EQ(Gather(p, x, out, Identity), RunKernel(p, 2, isa));
+    // The padding between output rows is not written.
+    for (int64_t row = 0; row < int64_t{p.batch} * p.q_len; ++row) {
+      EXPECT_EQ(out[row * x.out.row_stride + width], -7.0f);
+    }
+  }
 }
 
 // The AMX executor (bf16 products, fp32 softmax) against the double
@@ -252,6 +346,42 @@ TEST(BlockSparseAttentionAmxTest, ThreadCountDoesNotChangeBits) {
   SKIP_WITHOUT_AMX(64);
   const Bf16Problem b = ToBf16(MakeProblem(2, 4, 50, 610, 64, 17, /*dense=*/false, 5, 80));
   EXPECT_EQ(RunAmx(b, 1), RunAmx(b, 3));
+}
+
+TEST(BlockSparseAttentionAmxTest, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
+  SKIP_WITHOUT_AMX(32);
+  const Bf16Problem b = ToBf16(MakeProblem(2, 3, 70, 70, 32, 16, /*dense=*/false, 12, 40));
+  const Problem& p = b.problem;
+  const Interleaved<uint16_t> x = Interleave(p, b.q, b.k, b.v, /*out_pad=*/16);
+  const int64_t width = int64_t{p.heads} * p.head_dim;
+  const std::vector<float> contiguous = RunAmx(b, 2);
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  Bf16AttentionParams params{x.qkv.data(),
+                             x.qkv.data() + width,
+                             x.qkv.data() + 2 * width,
+                             nullptr,
+                             p.batch,
+                             p.heads,
+                             p.q_len,
+                             p.k_len,
+                             p.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                             x.q,
+                             x.k,
+                             x.v,
+                             x.out};
+  std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
+  params.out = out.data();
+  BlockSparseAttentionAmx(params, plan, 2);
+  EXPECT_EQ(Gather(p, x, out, Identity), contiguous);
+
+  std::vector<uint16_t> out_bf16(static_cast<size_t>(x.out_size), 0);
+  params.out = nullptr;
+  params.out_bf16 = out_bf16.data();
+  BlockSparseAttentionAmx(params, plan, 2);
+  std::vector<float> rounded = contiguous;
+  for (float& value : rounded) RoundToBf16(&value);
+  EXPECT_EQ(Gather(p, x, out_bf16, Bf16ToFloat), rounded);
 }
 
 TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {

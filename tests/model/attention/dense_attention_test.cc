@@ -1,18 +1,40 @@
-// The LibTorch dense attention against the kernels/ block-sparse executor
-// given one span over each item's real keys: two independent
-// implementations of the same masked softmax.
+// Dense attention, on whichever executor this CPU gets (block-sparse
+// kernels with one span per query block, or BLAS), against LibTorch's own
+// products and softmax in double.
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "kernels/block_sparse_attention.h"
 #include "model/attention/attention.h"
 
 namespace docsparse {
 namespace {
 
-TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
+// softmax(q·kᵀ/√d)·v over each item's real keys, in double with LibTorch's
+// own products and softmax: independent of the executors dense runs on.
+at::Tensor Reference(const AttentionInputs& in) {
+  std::vector<at::Tensor> items;
+  for (int64_t b = 0; b < in.query.size(0); ++b) {
+    const int64_t length = in.lengths[b];
+    const at::Tensor q = in.query[b].to(at::kDouble);
+    const at::Tensor k = in.key[b].to(at::kDouble).slice(1, 0, length);
+    const at::Tensor v = in.value[b].to(at::kDouble).slice(1, 0, length);
+    const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) / std::sqrt(q.size(-1) * 1.0);
+    items.push_back(at::matmul(at::softmax(scores, -1), v));
+  }
+  return at::stack(items);
+}
+
+void ExpectRealRowsWithin(const at::Tensor& got, const at::Tensor& want,
+                          const std::vector<int64_t>& lengths, double tolerance) {
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    const at::Tensor diff = (got[b].to(at::kDouble) - want[b]).slice(1, 0, lengths[b]).abs().max();
+    EXPECT_LE(diff.item<double>(), tolerance) << "item " << b;
+  }
+}
+
+TEST(DenseAttentionTest, MatchesDoubleReferenceOnPaddedBatch) {
   c10::InferenceMode inference_mode;
   at::manual_seed(7);
   const int64_t batch = 3, heads = 4, seq = 23, head_dim = 16;
@@ -24,33 +46,34 @@ TEST(DenseAttentionTest, MatchesBlockSparseKernelOnPaddedBatch) {
                          0,
                          {}};
   std::vector<ItemAttentionCost> costs;
-  const at::Tensor got = MakeDenseAttention()->Forward(inputs, &costs).contiguous();
-
-  // One query block covering all queries, one span over each item's real keys.
-  std::vector<int32_t> block_starts = {0, static_cast<int32_t>(seq)};
-  std::vector<int32_t> offsets = {0};
-  std::vector<KeySpan> spans;
-  for (int64_t length : lengths) {
-    for (int64_t h = 0; h < heads; ++h) {
-      spans.push_back({0, static_cast<int32_t>(length)});
-      offsets.push_back(static_cast<int32_t>(spans.size()));
-    }
-  }
-  at::Tensor want = at::empty_like(inputs.query);
-  AttentionParams params{inputs.query.data_ptr<float>(), inputs.key.data_ptr<float>(),
-                         inputs.value.data_ptr<float>(), want.data_ptr<float>(),
-                         static_cast<int32_t>(batch),    static_cast<int32_t>(heads),
-                         static_cast<int32_t>(seq),      static_cast<int32_t>(seq),
-                         static_cast<int32_t>(head_dim), 1.0f / std::sqrt(16.0f)};
-  BlockSparseAttentionCpu(params, {1, block_starts.data(), offsets.data(), spans.data()}, 2);
-  for (int64_t b = 0; b < batch; ++b) {
-    const at::Tensor real_got = got[b].slice(1, 0, lengths[b]);
-    const at::Tensor real_want = want[b].slice(1, 0, lengths[b]);
-    EXPECT_LE((real_got - real_want).abs().max().item<double>(), 1e-5) << "item " << b;
-  }
+  const at::Tensor got = MakeDenseAttention()->Forward(inputs, &costs);
+  ExpectRealRowsWithin(got, Reference(inputs), lengths, 1e-5);
   ASSERT_EQ(costs.size(), 3u);
   EXPECT_EQ(costs[1].head_edges, std::vector<int64_t>(heads, 81));
   EXPECT_EQ(costs[2].head_edges, std::vector<int64_t>(heads, 1));
+}
+
+// The encoder hands over views of its projection, [batch, seq, 3, heads,
+// head_dim] permuted; blocks of queries past 64 and 128 rows exercise the
+// executors' query blocks, and item 1's padding covers whole blocks.
+TEST(DenseAttentionTest, ReadsInterleavedProjectionViewsInBothPrecisions) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(9);
+  const int64_t batch = 2, heads = 3, seq = 300, head_dim = 32;
+  const std::vector<int64_t> lengths = {300, 70};
+  const at::Tensor projection =
+      at::randn({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+  AttentionInputs fp32{projection[0], projection[1], projection[2], lengths, 0, {}};
+  ASSERT_FALSE(fp32.query.is_contiguous());
+  const at::Tensor want = Reference(fp32);
+  std::vector<ItemAttentionCost> costs;
+  ExpectRealRowsWithin(MakeDenseAttention()->Forward(fp32, &costs), want, lengths, 1e-5);
+
+  const at::Tensor projection16 = projection.to(at::kBFloat16);
+  AttentionInputs bf16{projection16[0], projection16[1], projection16[2], lengths, 0, {},
+                       Precision::kBf16};
+  // Inputs, probabilities and outputs rounded to 8 mantissa bits.
+  ExpectRealRowsWithin(MakeDenseAttention()->Forward(bf16, &costs), want, lengths, 0.05);
 }
 
 TEST(DenseAttentionTest, Bf16ProductsStayWithinBf16RoundingOfFp32) {
@@ -67,8 +90,7 @@ TEST(DenseAttentionTest, Bf16ProductsStayWithinBf16RoundingOfFp32) {
   bf16.precision = Precision::kBf16;
   std::vector<ItemAttentionCost> costs;
   const at::Tensor want = MakeDenseAttention()->Forward(fp32, &costs);
-  const at::Tensor got = MakeDenseAttention()->Forward(bf16, &costs);
-  ASSERT_EQ(got.scalar_type(), at::kFloat);
+  const at::Tensor got = MakeDenseAttention()->Forward(bf16, &costs).to(at::kFloat);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = fp32.lengths[b];
     const at::Tensor diff = (got[b] - want[b]).slice(1, 0, length).abs();

@@ -42,24 +42,6 @@ TEST(LinearPrecisionTest, AutoIsBf16OnlyWhereTheCpuMultipliesBf16Natively) {
   EXPECT_EQ(IsaName(avx2), "avx2");
 }
 
-TEST(LinearPrecisionTest, Bf16ProjectionStaysBf16AndWithinItsRoundingOfFp32) {
-  at::manual_seed(3);
-  const at::Tensor x = at::randn({2, 7, 48});
-  const at::Tensor weight = at::randn({40, 48}) * 0.1;
-  const at::Tensor bias = at::randn({40});
-  const at::Tensor fp32 = Project(x, weight, bias);
-  const at::Tensor bf16 = Project(x, ParameterForPrecision(weight, Precision::kBf16),
-                                  ParameterForPrecision(bias, Precision::kBf16));
-  EXPECT_EQ(bf16.scalar_type(), at::kBFloat16);
-  EXPECT_EQ(bf16.sizes(), fp32.sizes());
-  // x, the weight, the bias and the result each rounded to bf16 (8 bits of
-  // mantissa): a few 2^-8 relative to the terms' magnitude.
-  const at::Tensor error = (bf16.to(at::kFloat) - fp32).abs();
-  EXPECT_LT(error.max().item<float>(), 0.05f);
-  EXPECT_GT(error.max().item<float>(), 0.0f);  // it did round
-  EXPECT_EQ(ParameterForPrecision(weight, Precision::kFp32).data_ptr(), weight.data_ptr());
-}
-
 // Real, varied English text: the licenses every Debian machine has.
 std::string HeldOutText() {
   std::string text;

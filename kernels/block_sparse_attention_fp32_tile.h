@@ -1,0 +1,36 @@
+// The SIMD inner loops of the fp32 block-sparse executor: one key tile
+// against a block of queries (scores, online-softmax update, probabilities x
+// values), for AVX2+FMA and for AVX-512. Compiled with per-function target
+// attributes, so the library still runs on CPUs without them (the caller
+// checks HostCpuFeatures() first).
+#ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_FP32_TILE_H_
+#define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_FP32_TILE_H_
+
+#include <cstdint>
+
+namespace docsparse {
+
+// Views of one thread's scratch buffers for one query block.
+struct Fp32Tile {
+  const float* q;    // [rows, head_dim] scaled queries
+  float* scores;     // [rows, stride]
+  float* acc;        // [rows, head_dim]
+  float* row_max;    // [rows]
+  float* row_sum;    // [rows]
+  float* keys_t;     // [head_dim, stride] transposed key tile
+  int32_t rows;      // multiple of 4
+  int32_t head_dim;  // multiple of 8 (AVX2) or 16 (AVX-512)
+  int32_t stride;    // >= tile_keys rounded up to 16, a multiple of 16
+
+  // Folds keys/values [tile_keys, head_dim] (read in place, rows
+  // `key_stride` / `value_stride` floats apart) into the running softmax
+  // state. Only the first `rows` rows are touched.
+  void RunAvx2(const float* keys, int64_t key_stride, const float* values, int64_t value_stride,
+               int32_t tile_keys) const;
+  void RunAvx512(const float* keys, int64_t key_stride, const float* values, int64_t value_stride,
+                 int32_t tile_keys) const;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_FP32_TILE_H_

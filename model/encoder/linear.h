@@ -1,0 +1,54 @@
+// An encoder's linear layer in the model's precision: the weights packed once
+// at load for oneDNN's matmul (kernels/packed_linear.h), or, where oneDNN has
+// no kernel for the precision on this CPU (bf16 without AVX-512), LibTorch's
+// at::linear on the weights stored in the activation type.
+#ifndef DOCSPARSE_MODEL_ENCODER_LINEAR_H_
+#define DOCSPARSE_MODEL_ENCODER_LINEAR_H_
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+
+#include "kernels/packed_linear.h"
+#include "model/checkpoint/precision.h"
+
+namespace docsparse {
+
+class Linear {
+ public:
+  // Where the bias is added: in the product, or by the caller in a fused pass
+  // of its own (the feed-forward's bias + GELU, kernels/bias_gelu.h).
+  enum class Bias { kInProduct, kByCaller };
+
+  Linear() = default;
+  // `weight` [out, in] and `bias` [out] in fp32; `precision` kFp32 or kBf16.
+  Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
+         Bias placement = Bias::kInProduct);
+
+  // x [..., in] -> [..., out] in the precision's activation type (x is
+  // converted to it first if it is not in it); without the bias for kByCaller.
+  at::Tensor operator()(const at::Tensor& x) const;
+
+  // The bias in the activation type (for kByCaller).
+  const at::Tensor& bias() const { return bias_; }
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  // "onednn:<kernel>" or "libtorch".
+  std::string implementation() const;
+
+ private:
+  at::ScalarType type_ = at::kFloat;
+  int64_t in_features_ = 0;
+  int64_t out_features_ = 0;
+  bool bias_in_product_ = true;
+  std::shared_ptr<const PackedLinear> packed_;
+  // The fallback's weight (undefined when packed_ runs), and the bias in the
+  // activation type (kept for kByCaller and the fallback).
+  at::Tensor weight_;
+  at::Tensor bias_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ENCODER_LINEAR_H_

@@ -1,0 +1,98 @@
+// The encoder's packed linear layers (linear.h, kernels/packed_linear.h)
+// against LibTorch's at::linear in double: both precisions, row counts the
+// packing reference (512) did not see, the bias left to the caller, and calls
+// from several threads at once.
+#include "model/encoder/linear.h"
+
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace docsparse {
+namespace {
+
+double MaxError(const at::Tensor& got, const at::Tensor& want) {
+  return (got.to(at::kDouble) - want).abs().max().item<double>();
+}
+
+TEST(LinearTest, Fp32MatchesDoubleProductAtAnyRowCount) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(1);
+  const at::Tensor weight = at::randn({96, 64}) * 0.1;
+  const at::Tensor bias = at::randn({96});
+  const Linear linear(weight, bias, Precision::kFp32);
+  EXPECT_EQ(linear.implementation().rfind("onednn:", 0), 0u) << linear.implementation();
+  for (int64_t rows : {1, 7, 37, 512, 700}) {
+    const at::Tensor x = at::randn({rows, 64});
+    const at::Tensor want =
+        at::linear(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
+    const at::Tensor got = linear(x);
+    EXPECT_EQ(got.scalar_type(), at::kFloat);
+    EXPECT_LT(MaxError(got, want), 1e-5) << rows << " rows";
+  }
+  // Leading dimensions are kept.
+  const at::Tensor batched = at::randn({2, 5, 64});
+  EXPECT_EQ(linear(batched).sizes(), (std::vector<int64_t>{2, 5, 96}));
+  EXPECT_LT(MaxError(linear(batched)[1], linear(batched[1])), 1e-6);
+}
+
+TEST(LinearTest, Bf16StaysBf16AndWithinItsRounding) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({2, 7, 48});
+  const at::Tensor weight = at::randn({40, 48}) * 0.1;
+  const at::Tensor bias = at::randn({40});
+  const at::Tensor want =
+      at::linear(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
+  const at::Tensor got = Linear(weight, bias, Precision::kBf16)(x);
+  EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(got.sizes(), want.sizes());
+  // x, the weight and the result each rounded to bf16 (8 bits of mantissa):
+  // a few 2^-8 relative to the terms' magnitude.
+  EXPECT_LT(MaxError(got, want), 0.05);
+  EXPECT_GT(MaxError(got, want), 0.0);  // it did round
+}
+
+TEST(LinearTest, BiasLeftToTheCallerIsLeftOut) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(5);
+  const at::Tensor weight = at::randn({32, 16});
+  const at::Tensor bias = at::randn({32}) + 10;
+  const at::Tensor x = at::randn({9, 16});
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const Linear with(weight, bias, precision);
+    const Linear without(weight, bias, precision, Linear::Bias::kByCaller);
+    EXPECT_EQ(without.bias().scalar_type(), with(x).scalar_type());
+    const at::Tensor sum = without(x).to(at::kFloat) + without.bias().to(at::kFloat);
+    EXPECT_LT(MaxError(sum, with(x).to(at::kDouble)), precision == Precision::kBf16 ? 0.1 : 1e-5);
+    EXPECT_GT(MaxError(without(x), with(x).to(at::kDouble)), 5.0);
+  }
+}
+
+TEST(LinearTest, ConcurrentCallsWithDifferentRowCountsGiveTheSameBits) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(7);
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const Linear linear(at::randn({128, 64}), at::randn({128}), precision);
+    std::vector<at::Tensor> inputs, alone;
+    for (int64_t rows : {3, 64, 100, 257}) {
+      inputs.push_back(at::randn({rows, 64}));
+      alone.push_back(linear(inputs.back()));
+    }
+    std::vector<at::Tensor> together(inputs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      threads.emplace_back([&, i] {
+        c10::InferenceMode thread_mode;
+        for (int repeat = 0; repeat < 20; ++repeat) together[i] = linear(inputs[i]);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(at::equal(together[i], alone[i])) << i;
+  }
+}
+
+}  // namespace
+}  // namespace docsparse
