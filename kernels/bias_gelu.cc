@@ -17,13 +17,20 @@ namespace {
 
 #define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
+// 1 / d by the 14-bit estimate and one Newton step (~23 bits): vdivps on a
+// zmm register issues once per 16 cycles on Sapphire Rapids and made the
+// division most of this kernel's time.
+DOCSPARSE_AVX512 inline __m512 Reciprocal512(__m512 d) {
+  const __m512 r = _mm512_rcp14_ps(d);
+  return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+}
+
 // erf(x) by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7):
 // 1 − (a1·t + … + a5·t⁵)·e^(−x²) with t = 1 / (1 + p·|x|), sign restored.
 DOCSPARSE_AVX512 inline __m512 Erf512(__m512 x) {
   const __m512 magnitude = _mm512_abs_ps(x);
   const __m512 t =
-      _mm512_div_ps(_mm512_set1_ps(1.0f),
-                    _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), magnitude, _mm512_set1_ps(1.0f)));
+      Reciprocal512(_mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), magnitude, _mm512_set1_ps(1.0f)));
   __m512 poly = _mm512_set1_ps(1.061405429f);
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(-1.453152027f));
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(1.421413741f));
@@ -41,8 +48,8 @@ DOCSPARSE_AVX512 inline __m512 Erf512(__m512 x) {
 // tanh(y) = sign(y)·(1 − e^(−2|y|)) / (1 + e^(−2|y|)).
 DOCSPARSE_AVX512 inline __m512 Tanh512(__m512 y) {
   const __m512 e = ExpNonPositive512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), _mm512_abs_ps(y)));
-  const __m512 magnitude =
-      _mm512_div_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), e), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  const __m512 magnitude = _mm512_mul_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), e),
+                                         Reciprocal512(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(INT32_MIN));
   return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(magnitude), sign));
 }
