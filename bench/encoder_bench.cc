@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, enc_model, "models/minilm-lsg", "encoder: the model folde
 ABSL_FLAG(std::vector<std::string>, enc_tokens, std::vector<std::string>({"512", "4096", "16384"}),
           "encoder: document lengths, special tokens included");
 ABSL_FLAG(std::vector<std::string>, enc_precision, std::vector<std::string>({"fp32", "bf16"}),
-          "encoder: precisions of the linear layers (fp32, bf16, auto)");
+          "encoder: precisions (fp32, bf16, int8, auto)");
 
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, threads);
@@ -105,8 +105,10 @@ int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int rep
   const auto activations = [&] {
     return at::randn({1, heads, rows, shape.head_dim}).to(ActivationType(encoder.precision()));
   };
+  const Precision attention_precision =
+      ActivationType(encoder.precision()) == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
   AttentionInputs inputs{activations(),      activations(), activations(), {rows}, 0, {},
-                         encoder.precision()};
+                         attention_precision};
   std::vector<ItemAttentionCost> item_costs;
   b.attention_ms = shape.num_layers *
                    MedianMs(repeats, [&] { encoder.attention().Forward(inputs, &item_costs); });

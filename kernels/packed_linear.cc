@@ -1,10 +1,14 @@
 #include "kernels/packed_linear.h"
 
+#include <algorithm>
+#include <cmath>
 #include <dnnl.hpp>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "kernels/int8_rows.h"
 
 namespace docsparse {
 
@@ -21,6 +25,16 @@ memory::data_type DataType(LinearElement element) {
   return element == LinearElement::kBf16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
+// Runs rows [begin, end) of a row kernel on the OpenMP team, in chunks.
+template <typename RowKernel>
+void ForRows(int64_t rows, RowKernel kernel) {
+  constexpr int64_t kChunk = 16;
+#pragma omp parallel for schedule(static) if (rows > kChunk)
+  for (int64_t begin = 0; begin < rows; begin += kChunk) {
+    kernel(begin, std::min(rows, begin + kChunk));
+  }
+}
+
 // The row count whose primitive chooses the packed layout; every other row
 // count then runs on that layout (brgemm's layout depends on the weights'
 // shape and type, not on the rows).
@@ -35,10 +49,17 @@ struct PackedLinear::State {
   int64_t in_features = 0;
   int64_t out_features = 0;
   LinearElement element = LinearElement::kFp32;
+  LinearWeights weight_type = LinearWeights::kElementType;
   memory::desc weights_desc;
   memory weights;
-  memory bias;  // empty without a bias
+  memory bias;  // empty without a bias (or with int8 weights: see int8_bias)
   std::string implementation;
+  // int8 weights: per output channel, max |w| / 127; the bias, added when the
+  // int32 sums are scaled back.
+  std::vector<float> channel_scales;
+  std::vector<float> int8_bias;
+
+  bool int8() const { return weight_type == LinearWeights::kInt8; }
 
   struct Compiled {
     dnnl::matmul primitive;
@@ -48,9 +69,11 @@ struct PackedLinear::State {
   mutable std::unordered_map<int64_t, std::shared_ptr<const Compiled>> by_rows;
 
   dnnl::matmul::primitive_desc Describe(int64_t rows, const memory::desc& weights_layout) const {
-    const memory::data_type type = DataType(element);
-    const memory::desc src({rows, in_features}, type, memory::format_tag::ab);
-    const memory::desc dst({rows, out_features}, type, memory::format_tag::ab);
+    // int8: s8 x s8 -> s32, scaled back by DequantizeRowsInt8.
+    const memory::data_type in_type = int8() ? memory::data_type::s8 : DataType(element);
+    const memory::data_type out_type = int8() ? memory::data_type::s32 : DataType(element);
+    const memory::desc src({rows, in_features}, in_type, memory::format_tag::ab);
+    const memory::desc dst({rows, out_features}, out_type, memory::format_tag::ab);
     // The user provides the scratchpad, so one primitive can run on several
     // threads at once (a library-owned scratchpad would be shared).
     dnnl::primitive_attr attr;
@@ -81,30 +104,52 @@ PackedLinear::~PackedLinear() = default;
 
 std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const float* bias,
                                                    int64_t out_features, int64_t in_features,
-                                                   LinearElement element) {
+                                                   LinearElement element, LinearWeights weights) {
   auto state = std::make_unique<State>();
   state->in_features = in_features;
   state->out_features = out_features;
   state->element = element;
+  state->weight_type = weights;
+  // int8: each output channel (a row of W) quantized symmetrically.
+  std::vector<int8_t> quantized;
+  if (state->int8()) {
+    quantized.resize(static_cast<size_t>(out_features * in_features));
+    state->channel_scales.resize(out_features);
+    for (int64_t n = 0; n < out_features; ++n) {
+      const float* row = weight + n * in_features;
+      float max_abs = 0;
+      for (int64_t k = 0; k < in_features; ++k) max_abs = std::max(max_abs, std::fabs(row[k]));
+      state->channel_scales[n] = max_abs / 127.0f;
+      const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
+      for (int64_t k = 0; k < in_features; ++k) {
+        quantized[n * in_features + k] = static_cast<int8_t>(std::nearbyint(row[k] * inverse));
+      }
+    }
+    if (bias != nullptr) state->int8_bias.assign(bias, bias + out_features);
+  }
   try {
     const dnnl::engine& engine = CpuEngine();
     dnnl::stream stream(engine);
-    if (bias != nullptr) {
+    if (bias != nullptr && !state->int8()) {
       // fp32 bias for either element type: the sum is fp32 until the output.
       const memory::desc bias_desc({1, out_features}, memory::data_type::f32,
                                    memory::format_tag::ab);
       state->bias = memory(bias_desc, engine);
       std::copy(bias, bias + out_features, static_cast<float*>(state->bias.get_data_handle()));
     }
-    const memory::desc any({in_features, out_features}, DataType(element), memory::format_tag::any);
+    const memory::data_type weight_type = state->int8() ? memory::data_type::s8 : DataType(element);
+    const memory::desc any({in_features, out_features}, weight_type, memory::format_tag::any);
     const dnnl::matmul::primitive_desc reference = state->Describe(kLayoutRows, any);
     state->implementation = reference.impl_info_str();
     state->weights_desc = reference.weights_desc();
     state->weights = memory(state->weights_desc, engine);
     // W [out, in] row-major is the [in, out] matrix in "ba" order.
-    const memory::desc plain({in_features, out_features}, memory::data_type::f32,
+    const memory::desc plain({in_features, out_features},
+                             state->int8() ? memory::data_type::s8 : memory::data_type::f32,
                              memory::format_tag::ba);
-    memory source(plain, engine, const_cast<float*>(weight));
+    memory source(
+        plain, engine,
+        state->int8() ? static_cast<void*>(quantized.data()) : const_cast<float*>(weight));
     dnnl::reorder(source, state->weights).execute(stream, source, state->weights);
     stream.wait();
   } catch (const dnnl::error&) {
@@ -117,14 +162,32 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   if (rows <= 0) return;
   const State& s = *state_;
   const std::shared_ptr<const State::Compiled> compiled = s.ForRows(rows);
-  const memory::data_type type = DataType(s.element);
   const dnnl::engine& engine = CpuEngine();
   thread_local dnnl::stream stream(CpuEngine());
   thread_local std::vector<uint8_t> scratchpad;
   if (scratchpad.size() < compiled->scratchpad_bytes) scratchpad.resize(compiled->scratchpad_bytes);
+  const bool bf16 = s.element == LinearElement::kBf16;
 
-  memory src({{rows, s.in_features}, type, memory::format_tag::ab}, engine, const_cast<void*>(x));
-  memory dst({{rows, s.out_features}, type, memory::format_tag::ab}, engine, y);
+  // int8: x quantized per row into `quantized`, sums into `sums`.
+  thread_local std::vector<int8_t> quantized;
+  thread_local std::vector<float> row_scales;
+  thread_local std::vector<int32_t> sums;
+  const void* src_data = x;
+  void* dst_data = y;
+  if (s.int8()) {
+    quantized.resize(static_cast<size_t>(rows * s.in_features));
+    row_scales.resize(rows);
+    sums.resize(static_cast<size_t>(rows * s.out_features));
+    const QuantizeRowsParams quantize{x, bf16, quantized.data(), row_scales.data(), s.in_features};
+    ForRows(rows, [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
+    src_data = quantized.data();
+    dst_data = sums.data();
+  }
+  const memory::data_type in_type = s.int8() ? memory::data_type::s8 : DataType(s.element);
+  const memory::data_type out_type = s.int8() ? memory::data_type::s32 : DataType(s.element);
+  memory src({{rows, s.in_features}, in_type, memory::format_tag::ab}, engine,
+             const_cast<void*>(src_data));
+  memory dst({{rows, s.out_features}, out_type, memory::format_tag::ab}, engine, dst_data);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, s.weights}, {DNNL_ARG_DST, dst}};
   if (s.bias) args.emplace(DNNL_ARG_BIAS, s.bias);
@@ -136,11 +199,22 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   }
   compiled->primitive.execute(stream, args);
   stream.wait();
+  if (s.int8()) {
+    const DequantizeRowsParams dequantize{sums.data(),
+                                          row_scales.data(),
+                                          s.channel_scales.data(),
+                                          s.int8_bias.empty() ? nullptr : s.int8_bias.data(),
+                                          y,
+                                          bf16,
+                                          s.out_features};
+    ForRows(rows, [&](int64_t begin, int64_t end) { DequantizeRowsInt8(dequantize, begin, end); });
+  }
 }
 
 int64_t PackedLinear::in_features() const { return state_->in_features; }
 int64_t PackedLinear::out_features() const { return state_->out_features; }
 LinearElement PackedLinear::element() const { return state_->element; }
+LinearWeights PackedLinear::weights() const { return state_->weight_type; }
 const std::string& PackedLinear::implementation() const { return state_->implementation; }
 
 }  // namespace docsparse

@@ -20,8 +20,14 @@
 
 namespace docsparse {
 
-// The element type of x, the weights and y (the bias and every sum stay fp32).
+// The element type of x and y (the bias and every sum stay fp32).
 enum class LinearElement { kFp32, kBf16 };
+
+// The weights: in the element type, or int8 (per-output-channel scales) with
+// x quantized per row at every call and int32 sums (kernels/int8_rows.h):
+// AMX-INT8 tiles or VNNI through oneDNN where the CPU has them, its AVX2
+// int8 GEMM elsewhere.
+enum class LinearWeights { kElementType, kInt8 };
 
 class PackedLinear {
  public:
@@ -30,7 +36,8 @@ class PackedLinear {
   // no matmul for `element` on this CPU (bf16 without AVX-512).
   static std::unique_ptr<PackedLinear> Create(const float* weight, const float* bias,
                                               int64_t out_features, int64_t in_features,
-                                              LinearElement element);
+                                              LinearElement element,
+                                              LinearWeights weights = LinearWeights::kElementType);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
@@ -42,6 +49,7 @@ class PackedLinear {
   int64_t in_features() const;
   int64_t out_features() const;
   LinearElement element() const;
+  LinearWeights weights() const;
   // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
   const std::string& implementation() const;
 

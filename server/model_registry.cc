@@ -137,11 +137,13 @@ absl::Status LoadSummarizer(ServedModel* model) {
                        "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
     }
   }
-  if (model->serving.precision == Precision::kBf16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path,
-                     "/docsparse.json: precision: \"bf16\" is not served for encoder-decoder "
-                     "models yet (\"fp32\" or \"auto\", which is fp32 for them)"));
+  if (model->serving.precision == Precision::kBf16 ||
+      model->serving.precision == Precision::kInt8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, "/docsparse.json: precision: \"",
+        std::string(PrecisionName(model->serving.precision)),
+        "\" is not served for encoder-decoder models yet (\"fp32\" or \"auto\", which is "
+        "fp32 for them)"));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,

@@ -39,8 +39,9 @@ ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
 ABSL_FLAG(std::string, precision, "",
           "Precision of every encoder model: auto (bf16 where the CPU has AMX "
-          "or AVX512-BF16, else fp32), fp32 or bf16. Empty: each model's docsparse.json "
-          "\"precision\" (default auto).");
+          "or AVX512-BF16, else fp32), fp32, bf16 or int8 (int8 linear layers, the rest bf16 "
+          "where the CPU has it). Empty: each model's docsparse.json \"precision\" (default "
+          "auto).");
 ABSL_FLAG(int, max_queue, 256,
           "Requests waiting per model before RESOURCE_EXHAUSTED (also capped by the model's "
           "batching.max_queue_size).");
@@ -117,7 +118,7 @@ int Serve() {
     precision = ParsePrecision(flag);
     if (!precision.has_value()) {
       std::cerr << "docsparse-server: --precision: \"" << flag
-                << "\" is not one of auto, fp32, bf16\n";
+                << "\" is not one of auto, fp32, bf16, int8\n";
       return 2;
     }
   }

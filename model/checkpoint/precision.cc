@@ -10,12 +10,15 @@ std::string_view PrecisionName(Precision precision) {
       return "fp32";
     case Precision::kBf16:
       return "bf16";
+    case Precision::kInt8:
+      return "int8";
   }
   return "?";
 }
 
 std::optional<Precision> ParsePrecision(std::string_view name) {
-  for (Precision precision : {Precision::kAuto, Precision::kFp32, Precision::kBf16}) {
+  for (Precision precision :
+       {Precision::kAuto, Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
     if (PrecisionName(precision) == name) return precision;
   }
   return std::nullopt;

@@ -12,9 +12,13 @@ enum class Precision {
   kAuto,  // bf16 where the CPU multiplies bf16 natively (AMX, AVX512-BF16), else fp32
   kFp32,
   kBf16,  // bf16 parameters and activations, fp32 accumulation (linear_precision.h)
+  // int8 linear layers (dynamic per-row activation scales, per-channel weight
+  // scales, int32 sums); everything else as bf16 where the CPU has native
+  // bf16, else fp32. Never chosen by kAuto: opt-in, like OpenVINO's int8.
+  kInt8,
 };
 
-std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16"
+std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16", "int8"
 std::optional<Precision> ParsePrecision(std::string_view name);
 
 }  // namespace docsparse

@@ -26,13 +26,12 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
                  std::unique_ptr<AttentionMechanism> attention, Precision precision)
     : config_(std::move(config)),
       precision_(ResolvePrecision(precision, HostCpuFeatures())),
+      activations_(ActivationType(precision_)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
   // bf16 GELU layers leave their first product's bias to kernels/bias_gelu.
   const Linear::Bias intermediate_bias =
-      precision_ == Precision::kBf16 && config_.activation != Activation::kRelu
-          ? Linear::Bias::kByCaller
-          : Linear::Bias::kInProduct;
+      fused_bias_gelu() ? Linear::Bias::kByCaller : Linear::Bias::kInProduct;
   for (const EncoderLayerWeights& w : weights_.layers) {
     layers_.push_back(EncoderLayer{
         Linear(w.qkv_weight, w.qkv_bias, precision_),
@@ -134,7 +133,13 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
   // views, read in place by the mechanisms that can (dense on our kernels).
   at::Tensor qkv = w.qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{qkv[0], qkv[1], qkv[2], lengths, layer, options, precision_};
+  AttentionInputs inputs{qkv[0],
+                         qkv[1],
+                         qkv[2],
+                         lengths,
+                         layer,
+                         options,
+                         activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .to(x.scalar_type())
                            .permute({0, 2, 1, 3})
@@ -153,11 +158,10 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& 
   for (int64_t begin = 0; begin < total; begin += kChunkRows) {
     const int64_t count = std::min(kChunkRows, total - begin);
     const at::Tensor in = rows.narrow(0, begin, count);
-    const at::Tensor inner =
-        precision_ == Precision::kBf16 && config_.activation != Activation::kRelu
-            ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
-                           config_.activation == Activation::kGeluNew)
-            : Activate(w.intermediate(in));
+    const at::Tensor inner = fused_bias_gelu()
+                                 ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
+                                                config_.activation == Activation::kGeluNew)
+                                 : Activate(w.intermediate(in));
     out.narrow(0, begin, count)
         .copy_(ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
                                  config_.layer_norm_eps));
@@ -235,7 +239,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
       x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
                          weights_.embedding_norm_bias, config_.layer_norm_eps);
     }
-    x = x.to(ActivationType(precision_));
+    x = x.to(activations_);
     for (int layer = 0; layer < config_.num_layers; ++layer) {
       x = Layer(x, layers_[layer], positions, batch.attention_options, layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {

@@ -104,7 +104,7 @@ class Encoder {
   const EncoderConfig& config() const { return config_; }
   EncoderShape shape() const;
   const AttentionMechanism& attention() const { return *attention_; }
-  Precision precision() const { return precision_; }  // kFp32 or kBf16
+  Precision precision() const { return precision_; }  // kFp32, kBf16 or kInt8
   // Longest sequence (special tokens included) the position table allows.
   int64_t max_sequence_length() const;
 
@@ -127,9 +127,15 @@ class Encoder {
   // chunks are reused from the heap and stay nearer the cache.
   at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayer& w) const;
   at::Tensor Activate(const at::Tensor& x) const;
+  // bf16 activations and a GELU: the feed-forward's first bias and the GELU
+  // run as one pass (kernels/bias_gelu.h).
+  bool fused_bias_gelu() const {
+    return activations_ == at::kBFloat16 && config_.activation != Activation::kRelu;
+  }
 
   EncoderConfig config_;
   Precision precision_;
+  at::ScalarType activations_;  // between operations: ActivationType(precision_)
   // The embeddings (weights_.layers is emptied once layers_ is built).
   EncoderWeights weights_;
   std::vector<EncoderLayer> layers_;

@@ -15,9 +15,10 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
   const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
   const LinearElement element =
       type_ == at::kBFloat16 ? LinearElement::kBf16 : LinearElement::kFp32;
-  packed_ = PackedLinear::Create(w.data_ptr<float>(),
-                                 bias_in_product_ && b.defined() ? b.data_ptr<float>() : nullptr,
-                                 out_features_, in_features_, element);
+  packed_ = PackedLinear::Create(
+      w.data_ptr<float>(), bias_in_product_ && b.defined() ? b.data_ptr<float>() : nullptr,
+      out_features_, in_features_, element,
+      precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType);
   if (!packed_) weight_ = w.to(type_);
   if (b.defined()) bias_ = b.to(type_);
 }

@@ -1,7 +1,8 @@
 // An encoder's linear layer in the model's precision: the weights packed once
-// at load for oneDNN's matmul (kernels/packed_linear.h), or, where oneDNN has
-// no kernel for the precision on this CPU (bf16 without AVX-512), LibTorch's
-// at::linear on the weights stored in the activation type.
+// at load for oneDNN's matmul (kernels/packed_linear.h; int8 weights for
+// kInt8), or, where oneDNN has no kernel for the precision on this CPU (bf16
+// without AVX-512), LibTorch's at::linear on the weights stored in the
+// activation type.
 #ifndef DOCSPARSE_MODEL_ENCODER_LINEAR_H_
 #define DOCSPARSE_MODEL_ENCODER_LINEAR_H_
 
@@ -22,7 +23,8 @@ class Linear {
   enum class Bias { kInProduct, kByCaller };
 
   Linear() = default;
-  // `weight` [out, in] and `bias` [out] in fp32; `precision` kFp32 or kBf16.
+  // `weight` [out, in] and `bias` [out] in fp32; `precision` kFp32, kBf16 or
+  // kInt8 (int8 weights, activations as ActivationType says).
   Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
          Bias placement = Bias::kInProduct);
 

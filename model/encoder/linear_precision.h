@@ -19,9 +19,10 @@ namespace docsparse {
 // others are returned as they are. Never returns kAuto.
 Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu);
 
-// The element type of parameters and activations for `precision` (kFp32 or
-// kBf16).
-at::ScalarType ActivationType(Precision precision);
+// The element type of the activations between operations for a resolved
+// `precision`: bf16 for kBf16, and for kInt8 where `cpu` multiplies bf16
+// natively; fp32 otherwise.
+at::ScalarType ActivationType(Precision precision, const CpuFeatures& cpu = HostCpuFeatures());
 
 }  // namespace docsparse
 

@@ -1,7 +1,8 @@
 // The server's --precision: the cost report and /metrics say which precision
-// and instruction set served a request, a bf16 server answers within the
-// fidelity gate of an fp32 one, and a bad value stops the server at start
-// with a message naming the flag.
+// and instruction set served a request, a bf16 or int8 server answers within
+// its fidelity gate of an fp32 one and classifies the demo's document the
+// same way, and a bad value stops the server at start with a message naming
+// the flag.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -22,6 +23,27 @@ v1::EmbedRequest EmbedGpl3() {
   request.set_model("minilm");
   request.mutable_document()->set_text(
       testing::ReadFile("/usr/share/common-licenses/GPL-3").substr(0, 6000));
+  return request;
+}
+
+double Cosine(const v1::EmbedResponse& x, const v1::EmbedResponse& y) {
+  double dot = 0, a = 0, b = 0;
+  for (int i = 0; i < x.embedding_size() && i < y.embedding_size(); ++i) {
+    dot += x.embedding(i) * y.embedding(i);
+    a += x.embedding(i) * x.embedding(i);
+    b += y.embedding(i) * y.embedding(i);
+  }
+  return dot / std::sqrt(a * b);
+}
+
+// The demo's question: the whole GPL-3 against four labels.
+v1::ClassifyRequest ClassifyGpl3() {
+  v1::ClassifyRequest request;
+  request.set_model("minilm");
+  request.mutable_document()->set_text(testing::ReadFile("/usr/share/common-licenses/GPL-3"));
+  for (const char* label : {"software license", "recipe", "news article", "scientific paper"}) {
+    request.add_labels(label);
+  }
   return request;
 }
 
@@ -64,6 +86,34 @@ TEST(PrecisionServerTest, CostReportAndMetricsNameThePrecisionAndBf16StaysWithin
                          candidate->cost().isa() + "\"} 1"),
             std::string::npos)
       << metrics;
+}
+
+TEST(PrecisionServerTest, Int8StaysWithinItsGateAndClassifiesLikeFp32) {
+  ASSERT_TRUE(testing::MiniLmPresent());
+  testing::RunningServer fp32, int8;
+  ASSERT_NO_FATAL_FAILURE(testing::StartServer(testing::MiniLmOnlyRepository(),
+                                               {"--threads=2", "--precision=fp32"}, &fp32));
+  ASSERT_NO_FATAL_FAILURE(testing::StartServer(testing::MiniLmOnlyRepository(),
+                                               {"--threads=2", "--precision=int8"}, &int8));
+  auto reference = fp32.client->Embed(EmbedGpl3());
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  auto candidate = int8.client->Embed(EmbedGpl3());
+  ASSERT_TRUE(candidate.ok()) << candidate.status();
+  EXPECT_EQ(candidate->cost().precision(), "int8");
+  ASSERT_EQ(reference->embedding_size(), candidate->embedding_size());
+  const double cosine = Cosine(*reference, *candidate);
+  EXPECT_GE(cosine, 0.995);
+  EXPECT_LT(cosine, 1.0);  // int8 really ran
+
+  auto labels_fp32 = fp32.client->Classify(ClassifyGpl3());
+  ASSERT_TRUE(labels_fp32.ok()) << labels_fp32.status();
+  auto labels_int8 = int8.client->Classify(ClassifyGpl3());
+  ASSERT_TRUE(labels_int8.ok()) << labels_int8.status();
+  ASSERT_EQ(labels_fp32->scores_size(), labels_int8->scores_size());
+  for (int i = 0; i < labels_fp32->scores_size(); ++i) {
+    EXPECT_EQ(labels_int8->scores(i).label(), labels_fp32->scores(i).label()) << "rank " << i;
+  }
+  EXPECT_EQ(labels_int8->scores(0).label(), "software license");
 }
 
 TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {

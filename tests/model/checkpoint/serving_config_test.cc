@@ -92,7 +92,9 @@ TEST(ServingConfigTest, EnumNames) {
   EXPECT_EQ(OverflowPolicyName(OverflowPolicy::kTruncate), "truncate");
   EXPECT_EQ(PrecisionName(Precision::kBf16), "bf16");
   EXPECT_EQ(ParsePrecision("fp32"), Precision::kFp32);
-  EXPECT_EQ(ParsePrecision("int8"), std::nullopt);
+  EXPECT_EQ(ParsePrecision("int8"), Precision::kInt8);
+  EXPECT_EQ(PrecisionName(Precision::kInt8), "int8");
+  EXPECT_EQ(ParsePrecision("fp16"), std::nullopt);
 }
 
 struct BadCase {
@@ -119,7 +121,8 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        "\"lsg\" or \"sbm\")"},
       {"/default", "yes", "default: expected boolean, got string"},
       {"/precision", "fp16",
-       "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\")"},
+       "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\" or "
+       "\"int8\")"},
       {"/precision", 16, "precision: expected string, got integer"},
       {"/attention/block_size", 64, "attention.block_size: unknown key"},
       {"/max_document_tokens", 0, "max_document_tokens: 0 is out of range [1, 16777216]"},

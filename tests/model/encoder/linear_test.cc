@@ -55,6 +55,28 @@ TEST(LinearTest, Bf16StaysBf16AndWithinItsRounding) {
   EXPECT_GT(MaxError(got, want), 0.0);  // it did round
 }
 
+// int8 weights with per-row dynamic activation scales: each term carries two
+// roundings of <= 1/254 of its row's or channel's largest value.
+TEST(LinearTest, Int8IsWithinItsQuantizationOfTheDoubleProduct) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(4);
+  const at::Tensor weight = at::randn({96, 64}) * 0.1;
+  const at::Tensor bias = at::randn({96});
+  const Linear linear(weight, bias, Precision::kInt8);
+  EXPECT_NE(linear.implementation().find("int8"), std::string::npos) << linear.implementation();
+  for (int64_t rows : {1, 37, 700}) {
+    const at::Tensor x = at::randn({rows, 64});
+    const at::Tensor want =
+        at::linear(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
+    const at::Tensor got = linear(x);
+    // |x| <= ~4, |w| <= ~0.4: 64 terms, each off by <= ~(4·0.4)/127 at worst,
+    // typically far less; bf16 output rounding adds 2^-9 relative.
+    EXPECT_LT(MaxError(got, want), 0.15) << rows << " rows";
+    EXPECT_LT((got.to(at::kDouble) - want).abs().mean().item<double>(), 0.02);
+    EXPECT_GT(MaxError(got, want), 0.0);
+  }
+}
+
 TEST(LinearTest, BiasLeftToTheCallerIsLeftOut) {
   c10::InferenceMode inference_mode;
   at::manual_seed(5);
