@@ -1,6 +1,6 @@
 // docsparse-bench: micro-benchmarks that print figures (never timed tests).
 // `docsparse-bench seq2seq` is bench/seq2seq_bench.h, `docsparse-bench encoder`
-// bench/encoder_bench.h.
+// bench/encoder_bench.h, `docsparse-bench generate` bench/generate_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/attention_impls.h"
 #include "bench/encoder_bench.h"
+#include "bench/generate_bench.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
 
@@ -178,6 +179,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "encoder") {
     return docsparse::bench::RunEncoderBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "generate") {
+    return docsparse::bench::RunGenerateBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
@@ -187,6 +191,9 @@ int main(int argc, char** argv) {
                  "[--s2s_steps 32] [--repeats 5] [--threads 2] [--json]\n"
                  "       docsparse-bench encoder [--enc_model models/minilm-lsg] "
                  "[--enc_tokens 512,4096,16384] [--enc_precision fp32,bf16] [--repeats 5] "
+                 "[--threads 2] [--json]\n"
+                 "       docsparse-bench generate --gen_model DIR [--gen_src_tokens 512] "
+                 "[--gen_new_tokens 64] [--gen_beams 1,4] [--gen_batches 1,4] [--repeats 5] "
                  "[--threads 2] [--json]\n");
     return 2;
   }

@@ -999,7 +999,34 @@ def run_summarize(args) -> list[dict]:
     rows, code = run_worker(cmd, args.threads)
     if code != 0:
         log(f"summarize: FAILED (exit {code})")
-    log("summarize: docsparse's side needs a server summarize load; not measured here")
+    return rows + run_docsparse_generate(args)
+
+
+def run_docsparse_generate(args) -> list[dict]:
+    """docsparse's decode loop on the same checkpoint, in the engine
+    (`docsparse-bench generate`: encoding included, every text run to
+    --gen-tokens as the peers' min_decoding_length forces)."""
+    build = Path(args.build_dir)
+    if not build.is_absolute():
+        build = ROOT / build
+    bench = build / "bench" / "docsparse-bench"
+    if not os.access(bench, os.X_OK):
+        log(f"summarize: docsparse skipped, missing {bench} (scripts/build)")
+        return []
+    cmd = [str(bench), "generate", f"--gen_model={Path(args.work_dir) / 'bart-base-random'}",
+           f"--gen_src_tokens={args.src_tokens}", f"--gen_new_tokens={args.gen_tokens}",
+           f"--gen_beams={args.beams}", f"--gen_batches={args.sum_batches}",
+           f"--threads={args.threads}", f"--repeats={max(3, args.min_iters)}", "--json"]
+    log("summarize: docsparse generate (engine)")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(args.threads))
+    rows = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    if proc.returncode != 0:
+        log(f"summarize: docsparse generate FAILED (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return rows
 
 

@@ -93,7 +93,24 @@ void SelfAttentionCache::SelectRows(const at::Tensor& source) {
 }
 
 BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
-    : config_(std::move(config)), weights_(std::move(weights)) {}
+    : config_(std::move(config)), weights_(std::move(weights)) {
+  for (BartDecoderLayerWeights& w : weights_.layers) {
+    products_.push_back(
+        BartDecoderLayerProducts{Linear(w.self.qkv_weight, w.self.qkv_bias, Precision::kFp32),
+                                 Linear(w.self.out_weight, w.self.out_bias, Precision::kFp32),
+                                 Linear(w.cross.q_weight, w.cross.q_bias, Precision::kFp32),
+                                 Linear(w.cross.out_weight, w.cross.out_bias, Precision::kFp32),
+                                 Linear(w.self.fc1_weight, w.self.fc1_bias, Precision::kFp32),
+                                 Linear(w.self.fc2_weight, w.self.fc2_bias, Precision::kFp32)});
+    for (at::Tensor* packed :
+         {&w.self.qkv_weight, &w.self.qkv_bias, &w.self.out_weight, &w.self.out_bias,
+          &w.cross.q_weight, &w.cross.q_bias, &w.cross.out_weight, &w.cross.out_bias,
+          &w.self.fc1_weight, &w.self.fc1_bias, &w.self.fc2_weight, &w.self.fc2_bias}) {
+      *packed = at::Tensor();
+    }
+  }
+  lm_head_ = Linear(weights_.lm_head, weights_.final_logits_bias, Precision::kFp32);
+}
 
 at::Tensor BartDecoder::LayerNorm(const at::Tensor& x, const at::Tensor& weight,
                                   const at::Tensor& bias) const {
@@ -142,17 +159,15 @@ absl::StatusOr<CrossAttentionMemory> BartDecoder::Attend(const at::Tensor& hidde
   return memory;
 }
 
-at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartLayerWeights& w, int layer,
-                                      SelfAttentionCache* cache, double* flops) const {
+at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartDecoderLayerProducts& p,
+                                      int layer, SelfAttentionCache* cache, double* flops) const {
   const int64_t rows = x.size(0);
   const int64_t steps = x.size(1);
   const int64_t h = config_.hidden_size;
   const int64_t heads = config_.decoder_heads;
   const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
   // [rows, steps, 3, heads, d] -> three [rows, heads, steps, d]
-  const at::Tensor qkv = at::linear(x, w.qkv_weight, w.qkv_bias)
-                             .view({rows, steps, 3, heads, -1})
-                             .permute({2, 0, 3, 1, 4});
+  const at::Tensor qkv = p.self_qkv(x).view({rows, steps, 3, heads, -1}).permute({2, 0, 3, 1, 4});
   // BartAttention scales the projected queries before the product.
   const at::Tensor query = qkv[0] * scaling;
   at::Tensor& keys = cache->keys[layer];
@@ -174,10 +189,10 @@ at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartLayerWeight
               + 2.0 * 2 * rows * steps * total * h  // scores and context, all heads
               + 2.0 * rows * steps * h * h;         // out_proj
   }
-  return at::linear(MergeHeads(context), w.out_weight, w.out_bias);
+  return p.self_out(MergeHeads(context));
 }
 
-at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartCrossAttentionWeights& w,
+at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartDecoderLayerProducts& p,
                                        const std::vector<at::Tensor>& keys,
                                        const std::vector<at::Tensor>& values,
                                        const std::vector<int64_t>& row_sequence,
@@ -187,7 +202,7 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartCrossAtten
   const int64_t h = config_.hidden_size;
   const int64_t heads = config_.decoder_heads;
   const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
-  const at::Tensor query = SplitHeads(at::linear(x, w.q_weight, w.q_bias) * scaling, heads);
+  const at::Tensor query = SplitHeads(p.cross_q(x) * scaling, heads);
   // Rows of one sequence share its keys: one batched product per sequence,
   // the rows folded into the query axis.
   std::map<int64_t, std::vector<int64_t>> groups;
@@ -211,7 +226,7 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartCrossAtten
     if (flops != nullptr) *flops += 2.0 * 2 * n * steps * k.size(1) * h;
   }
   if (flops != nullptr) *flops += 2.0 * 2 * rows * steps * h * h;  // q_proj, out_proj
-  return at::linear(MergeHeads(context), w.out_weight, w.out_bias);
+  return p.cross_out(MergeHeads(context));
 }
 
 absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
@@ -276,17 +291,17 @@ absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
       // attention, cross-attention, feed-forward, each with a residual.
       at::Tensor in =
           pre ? LayerNorm(x, w.self.attention_norm_weight, w.self.attention_norm_bias) : x;
-      x = x + SelfAttention(in, w.self, i, cache, flops);
+      x = x + SelfAttention(in, products_[i], i, cache, flops);
       if (!pre) x = LayerNorm(x, w.self.attention_norm_weight, w.self.attention_norm_bias);
 
       in = pre ? LayerNorm(x, w.cross.norm_weight, w.cross.norm_bias) : x;
-      x = x + CrossAttention(in, w.cross, memory.keys[i], memory.values[i], row_sequence, flops);
+      x = x +
+          CrossAttention(in, products_[i], memory.keys[i], memory.values[i], row_sequence, flops);
       if (!pre) x = LayerNorm(x, w.cross.norm_weight, w.cross.norm_bias);
 
       in = pre ? LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias) : x;
-      const at::Tensor inner =
-          ApplyActivation(at::linear(in, w.self.fc1_weight, w.self.fc1_bias), config_.activation);
-      x = x + at::linear(inner, w.self.fc2_weight, w.self.fc2_bias);
+      const at::Tensor inner = ApplyActivation(products_[i].fc1(in), config_.activation);
+      x = x + products_[i].fc2(inner);
       if (!pre) x = LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias);
       if (flops != nullptr) {
         *flops += 2.0 * 2 * rows * steps * config_.hidden_size * config_.decoder_ffn_size;
@@ -297,7 +312,7 @@ absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
     if (flops != nullptr) {
       *flops += 2.0 * rows * steps * config_.hidden_size * config_.vocab_size;
     }
-    return at::linear(x, weights_.lm_head, weights_.final_logits_bias);
+    return lm_head_(x);
   } catch (const c10::Error& error) {
     return absl::InternalError(
         absl::StrCat(std::string(Seq2SeqArchitectureName(config_.architecture)),

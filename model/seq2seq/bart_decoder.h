@@ -21,9 +21,17 @@
 #include "absl/status/statusor.h"
 #include "model/checkpoint/bart_config.h"
 #include "model/checkpoint/safetensors.h"
+#include "model/encoder/linear.h"
 #include "model/seq2seq/bart_encoder.h"
 
 namespace docsparse {
+
+// A decoder layer's products as every step runs them: fp32 weights packed
+// once for oneDNN (model/encoder/linear.h). Through at::linear, OpenBLAS
+// copied ("packed") each weight matrix at every step, 60% of a greedy step.
+struct BartDecoderLayerProducts {
+  Linear self_qkv, self_out, cross_q, cross_out, fc1, fc2;
+};
 
 struct BartCrossAttentionWeights {
   at::Tensor q_weight, q_bias;    // encoder_attn.q_proj: [h, h], [h]
@@ -110,16 +118,21 @@ class BartDecoder {
   const BartConfig& config() const { return config_; }
 
  private:
-  at::Tensor SelfAttention(const at::Tensor& x, const BartLayerWeights& w, int layer,
+  at::Tensor SelfAttention(const at::Tensor& x, const BartDecoderLayerProducts& p, int layer,
                            SelfAttentionCache* cache, double* flops) const;
-  at::Tensor CrossAttention(const at::Tensor& x, const BartCrossAttentionWeights& w,
+  at::Tensor CrossAttention(const at::Tensor& x, const BartDecoderLayerProducts& p,
                             const std::vector<at::Tensor>& keys,
                             const std::vector<at::Tensor>& values,
                             const std::vector<int64_t>& row_sequence, double* flops) const;
   at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
 
   BartConfig config_;
+  // The layers' step products live in products_ (their tensors in
+  // weights_.layers are released); the cross-attention keys/values and the
+  // norms stay tensors.
   BartDecoderWeights weights_;
+  std::vector<BartDecoderLayerProducts> products_;
+  Linear lm_head_;  // lm_head and final_logits_bias
 };
 
 }  // namespace docsparse

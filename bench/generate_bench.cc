@@ -1,0 +1,134 @@
+#include "bench/generate_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "kernels/cpu_features.h"
+#include "model/checkpoint/generation_config.h"
+#include "model/encoder/encoder.h"
+#include "model/seq2seq/generator.h"
+#include "model/seq2seq/seq2seq_model.h"
+
+ABSL_FLAG(std::string, gen_model, "", "generate: a BART checkpoint folder (config.json + weights)");
+ABSL_FLAG(int, gen_src_tokens, 512, "generate: source tokens per document, </s> included");
+ABSL_FLAG(int, gen_new_tokens, 64, "generate: tokens generated per text");
+ABSL_FLAG(std::vector<std::string>, gen_beams, std::vector<std::string>({"1", "4"}),
+          "generate: beam counts (1 = greedy)");
+ABSL_FLAG(std::vector<std::string>, gen_batches, std::vector<std::string>({"1", "4"}),
+          "generate: documents per call");
+
+ABSL_DECLARE_FLAG(int, repeats);
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(bool, json);
+
+namespace docsparse::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> Ints(const std::vector<std::string>& texts) {
+  std::vector<int> values;
+  for (const std::string& text : texts) {
+    int value = 0;
+    if (absl::SimpleAtoi(text, &value) && value > 0) values.push_back(value);
+  }
+  return values;
+}
+
+// One call: encode the batch, then decode every text to new_tokens.
+absl::StatusOr<int64_t> GenerateOnce(const Seq2SeqModel& model, const EncoderBatch& batch,
+                                     const GenerationConfig& config) {
+  absl::StatusOr<Seq2SeqEncoding> encoding = model.Encode(batch, {});
+  if (!encoding.ok()) return encoding.status();
+  absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper =
+      model.StartDecoding(*encoding, /*rows_per_sequence=*/1);
+  if (!stepper.ok()) return stepper.status();
+  const std::vector<GenerationConfig> configs(batch.sequences.size(), config);
+  absl::StatusOr<GenerationResult> result = Generate(**stepper, configs, {});
+  if (!result.ok()) return result.status();
+  return static_cast<int64_t>(result->sequences[0].hypotheses[0].token_ids.size());
+}
+
+}  // namespace
+
+int RunGenerateBench() {
+  const std::string dir = absl::GetFlag(FLAGS_gen_model);
+  if (dir.empty()) {
+    std::fprintf(stderr, "generate: --gen_model is required (a BART checkpoint folder)\n");
+    return 2;
+  }
+  at::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
+  c10::InferenceMode inference_mode;
+  absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model = Seq2SeqModel::Create(dir);
+  if (!model.ok()) {
+    std::fprintf(stderr, "generate: %s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  const BartConfig& config = (*model)->config();
+  const int src_tokens = absl::GetFlag(FLAGS_gen_src_tokens);
+  const int new_tokens = absl::GetFlag(FLAGS_gen_new_tokens);
+  std::mt19937 rng(0);
+  std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(config.vocab_size) - 1);
+  const std::string isa(IsaName(HostCpuFeatures()));
+  for (int batch_size : Ints(absl::GetFlag(FLAGS_gen_batches))) {
+    EncoderBatch batch;
+    for (int b = 0; b < batch_size; ++b) {
+      std::vector<int32_t> ids(src_tokens);
+      for (int32_t& id : ids) id = token(rng);
+      ids.front() = 0;  // <s>
+      ids.back() = 2;   // </s>
+      batch.sequences.push_back(std::move(ids));
+    }
+    for (int beams : Ints(absl::GetFlag(FLAGS_gen_beams))) {
+      GenerationConfig generation;
+      generation.num_beams = beams;
+      generation.max_new_tokens = new_tokens;
+      generation.decoder_start_token_id = 2;
+      generation.eos_token_ids.clear();  // every text runs to max_new_tokens
+      generation.pad_token_id = 1;
+      absl::StatusOr<int64_t> generated = GenerateOnce(**model, batch, generation);  // warm-up
+      if (!generated.ok()) {
+        std::fprintf(stderr, "generate: %s\n", generated.status().ToString().c_str());
+        return 1;
+      }
+      std::vector<double> ms;
+      for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_repeats)); ++i) {
+        const auto start = Clock::now();
+        (void)GenerateOnce(**model, batch, generation);
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      const double per_token =
+          ms[ms.size() / 2] / static_cast<double>(std::max<int64_t>(1, *generated));
+      if (absl::GetFlag(FLAGS_json)) {
+        std::printf(
+            "{\"impl\": \"docsparse\", \"precision\": \"fp32\", \"task\": \"summarize\", "
+            "\"beams\": %d, \"batch\": %d, \"source_tokens\": %d, \"new_tokens\": %lld, "
+            "\"ms_per_token\": %.2f, \"tokens_per_s\": %.1f, \"isa\": \"%s\", \"threads\": %d}\n",
+            beams, batch_size, src_tokens, static_cast<long long>(*generated), per_token,
+            1000.0 / per_token * batch_size, isa.c_str(), absl::GetFlag(FLAGS_threads));
+      } else {
+        std::printf(
+            "generate %s  batch %d  beams %d  %d -> %lld tokens  %8.2f ms/token  %7.1f tokens/s\n",
+            dir.c_str(), batch_size, beams, src_tokens, static_cast<long long>(*generated),
+            per_token, 1000.0 / per_token * batch_size);
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace docsparse::bench
