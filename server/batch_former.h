@@ -41,7 +41,7 @@ struct PendingRequest {
 struct BatchLimits {
   int max_batch_size = 16;  // requests per batch
   BatchClock::duration max_queue_delay = std::chrono::milliseconds(5);
-  int64_t max_batch_tokens = 16384;
+  int64_t max_batch_tokens = 6144;  // ServingConfig's default (serving_config.h)
   double max_batch_attention_flops = 50e9;
   // Requests whose longest sequence is more than this factor longer or
   // shorter than the oldest request's wait for another batch.

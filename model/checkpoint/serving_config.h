@@ -27,7 +27,7 @@
 //     },
 //     "extractive": {"max_sentences": 5, "diversity": 0.3},
 //     "batching": {"max_batch_size": 16, "max_queue_size": 256,
-//                  "max_queue_delay_ms": 0, "max_batch_tokens": 16384,
+//                  "max_queue_delay_ms": 0, "max_batch_tokens": 6144,
 //                  "max_batch_attention_gflops": 50}
 //   }
 // Checks that need other files (e.g. that "classify" has labels from here, the
@@ -96,8 +96,12 @@ struct BatchingConfig {
   // batch. 0 (Triton's default): an idle engine starts a lone request at once,
   // and batches form from what queued while the engine was busy.
   int max_queue_delay_ms = 0;
-  // Priced-cost caps of one batch (a request over them runs alone).
-  int64_t max_batch_tokens = 16384;          // [1, 2^30]
+  // Priced-cost caps of one batch (a request over them runs alone). On CPU
+  // one sequence of ~4k tokens already keeps every core busy: batching two
+  // of them only added waiting (bench/serving_batching.sh, 4,096 tokens:
+  // 1-7% fewer requests/s than unbatched under caps of 16,384 and 8,192),
+  // while twelve 512-token documents still share a batch.
+  int64_t max_batch_tokens = 6144;           // [1, 2^30]
   double max_batch_attention_gflops = 50.0;  // [1e-6, 1e9]
 };
 

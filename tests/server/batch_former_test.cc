@@ -25,7 +25,7 @@ class BatchFormerTest : public ::testing::Test {
     return request;
   }
 
-  BatchLimits limits_;  // 16 requests, 5 ms, 16384 tokens, 50 GFLOP, ratio 4
+  BatchLimits limits_;  // 16 requests, 5 ms, 6144 tokens, 50 GFLOP, ratio 4
 };
 
 TEST_F(BatchFormerTest, EmptyQueueWaits) {
