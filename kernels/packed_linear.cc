@@ -211,10 +211,6 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   }
 }
 
-int64_t PackedLinear::in_features() const { return state_->in_features; }
-int64_t PackedLinear::out_features() const { return state_->out_features; }
-LinearElement PackedLinear::element() const { return state_->element; }
-LinearWeights PackedLinear::weights() const { return state_->weight_type; }
 const std::string& PackedLinear::implementation() const { return state_->implementation; }
 
 }  // namespace docsparse

@@ -46,10 +46,6 @@ class PackedLinear {
   // and contiguous, of the element type. Safe to call from several threads.
   void Run(const void* x, int64_t rows, void* y) const;
 
-  int64_t in_features() const;
-  int64_t out_features() const;
-  LinearElement element() const;
-  LinearWeights weights() const;
   // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
   const std::string& implementation() const;
 

@@ -34,8 +34,6 @@ class Linear {
 
   // The bias in the activation type (for kByCaller).
   const at::Tensor& bias() const { return bias_; }
-  int64_t in_features() const { return in_features_; }
-  int64_t out_features() const { return out_features_; }
   // "onednn:<kernel>" or "libtorch".
   std::string implementation() const;
 
