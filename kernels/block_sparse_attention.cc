@@ -23,7 +23,7 @@ struct Scratch {
   std::vector<float> acc;      // [rows, head_dim] unnormalised output
   std::vector<float> row_max;  // [rows] running maximum
   std::vector<float> row_sum;  // [rows] running denominator
-  std::vector<float> keys_t;   // [head_dim, kKeyTile] (AVX2 path only)
+  std::vector<float> keys_t;   // [head_dim, kKeyTile] (SIMD paths only)
 };
 
 // Online softmax over one tile of scores (Milakov & Gimelshein): rescales
@@ -46,6 +46,25 @@ void SoftmaxUpdatePortable(Scratch& s, int32_t rows, int32_t tile_keys, int32_t 
     s.row_max[r] = new_max;
   }
 }
+
+}  // namespace
+
+void Fp32Tile::TransposeKeys(const float* keys, int64_t key_stride, int32_t tile_keys) const {
+  const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
+  // Key by key: each key's row is read once, in order (the projection's
+  // interleaved rows lie kilobytes apart; reading them column by column
+  // touched every row's page head_dim times).
+  for (int32_t j = 0; j < tile_keys; ++j) {
+    const float* key = keys + j * key_stride;
+    for (int32_t i = 0; i < head_dim; ++i) keys_t[static_cast<int64_t>(i) * stride + j] = key[i];
+  }
+  for (int32_t i = 0; i < head_dim; ++i) {
+    float* row = keys_t + static_cast<int64_t>(i) * stride;
+    for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = 0.0f;
+  }
+}
+
+namespace {
 
 void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_stride,
                   const float* values, int64_t value_stride, int32_t tile_keys, int32_t head_dim) {
@@ -118,10 +137,11 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
       const Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
                           s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
                           kKeyTile};
+      if (simd) view.TransposeKeys(tile_k, k_layout.row_stride, tile_keys);
       if (path == TilePath::kAvx512) {
-        view.RunAvx512(tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys);
+        view.RunAvx512(tile_v, v_layout.row_stride, tile_keys);
       } else if (path == TilePath::kAvx2) {
-        view.RunAvx2(tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys);
+        view.RunAvx2(tile_v, v_layout.row_stride, tile_keys);
       } else {
         TilePortable(s, rows, tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys,
                      d);

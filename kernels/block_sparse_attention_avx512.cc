@@ -173,23 +173,9 @@ DOCSPARSE_AVX512 void Accumulate(const Fp32Tile& t, const float* values, int64_t
 
 }  // namespace
 
-DOCSPARSE_AVX512 void Fp32Tile::RunAvx512(const float* keys, int64_t key_stride,
-                                          const float* values, int64_t value_stride,
+DOCSPARSE_AVX512 void Fp32Tile::RunAvx512(const float* values, int64_t value_stride,
                                           int32_t tile_keys) const {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
-  // Transpose the key tile so the score loop reads 16 keys per load; spare
-  // columns are zero (their probabilities are set to 0).
-  // Key by key: each key's row is read once, in order (the projection's
-  // interleaved rows lie kilobytes apart; reading them column by column
-  // touched every row's page head_dim times).
-  for (int32_t j = 0; j < tile_keys; ++j) {
-    const float* key = keys + j * key_stride;
-    for (int32_t i = 0; i < head_dim; ++i) keys_t[static_cast<int64_t>(i) * stride + j] = key[i];
-  }
-  for (int32_t i = 0; i < head_dim; ++i) {
-    float* row = keys_t + static_cast<int64_t>(i) * stride;
-    for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = 0.0f;
-  }
   Scores(*this, padded_keys);
   SoftmaxUpdate(*this, tile_keys, padded_keys);
   Accumulate(*this, values, value_stride, tile_keys);

@@ -22,13 +22,16 @@ struct Fp32Tile {
   int32_t head_dim;  // multiple of 8 (AVX2) or 16 (AVX-512)
   int32_t stride;    // >= tile_keys rounded up to 16, a multiple of 16
 
-  // Folds keys/values [tile_keys, head_dim] (read in place, rows
-  // `key_stride` / `value_stride` floats apart) into the running softmax
-  // state. Only the first `rows` rows are touched.
-  void RunAvx2(const float* keys, int64_t key_stride, const float* values, int64_t value_stride,
-               int32_t tile_keys) const;
-  void RunAvx512(const float* keys, int64_t key_stride, const float* values, int64_t value_stride,
-                 int32_t tile_keys) const;
+  // Writes keys [tile_keys, head_dim] (rows `key_stride` floats apart) into
+  // keys_t transposed, so the score loops read 16 keys per load; the spare
+  // columns up to the next multiple of 16 are zero.
+  void TransposeKeys(const float* keys, int64_t key_stride, int32_t tile_keys) const;
+
+  // Fold the transposed keys and values [tile_keys, head_dim] (read in place,
+  // rows `value_stride` floats apart) into the running softmax state. Only
+  // the first `rows` rows are touched. TransposeKeys must run first.
+  void RunAvx2(const float* values, int64_t value_stride, int32_t tile_keys) const;
+  void RunAvx512(const float* values, int64_t value_stride, int32_t tile_keys) const;
 };
 
 }  // namespace docsparse

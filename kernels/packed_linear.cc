@@ -52,12 +52,13 @@ struct PackedLinear::State {
   LinearWeights weight_type = LinearWeights::kElementType;
   memory::desc weights_desc;
   memory weights;
-  memory bias;  // empty without a bias (or with int8 weights: see int8_bias)
+  // fp32, empty without a bias. Added by the product (`bias` wraps it), or
+  // with int8 weights when the int32 sums are scaled back.
+  std::vector<float> bias_values;
+  memory bias;  // empty without a bias and with int8 weights
   std::string implementation;
-  // int8 weights: per output channel, max |w| / 127; the bias, added when the
-  // int32 sums are scaled back.
+  // int8 weights: per output channel, max |w| / 127.
   std::vector<float> channel_scales;
-  std::vector<float> int8_bias;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
 
@@ -125,17 +126,15 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
         quantized[n * in_features + k] = static_cast<int8_t>(std::nearbyint(row[k] * inverse));
       }
     }
-    if (bias != nullptr) state->int8_bias.assign(bias, bias + out_features);
   }
+  if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
   try {
     const dnnl::engine& engine = CpuEngine();
     dnnl::stream stream(engine);
-    if (bias != nullptr && !state->int8()) {
+    if (!state->bias_values.empty() && !state->int8()) {
       // fp32 bias for either element type: the sum is fp32 until the output.
-      const memory::desc bias_desc({1, out_features}, memory::data_type::f32,
-                                   memory::format_tag::ab);
-      state->bias = memory(bias_desc, engine);
-      std::copy(bias, bias + out_features, static_cast<float*>(state->bias.get_data_handle()));
+      state->bias = memory({{1, out_features}, memory::data_type::f32, memory::format_tag::ab},
+                           engine, state->bias_values.data());
     }
     const memory::data_type weight_type = state->int8() ? memory::data_type::s8 : DataType(element);
     const memory::desc any({in_features, out_features}, weight_type, memory::format_tag::any);
@@ -203,7 +202,7 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
     const DequantizeRowsParams dequantize{sums.data(),
                                           row_scales.data(),
                                           s.channel_scales.data(),
-                                          s.int8_bias.empty() ? nullptr : s.int8_bias.data(),
+                                          s.bias_values.empty() ? nullptr : s.bias_values.data(),
                                           y,
                                           bf16,
                                           s.out_features};

@@ -680,10 +680,13 @@ def server_default_precision(server_bin: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[dict]:
+def build_dir(args) -> Path:
     build = Path(args.build_dir)
-    if not build.is_absolute():
-        build = ROOT / build
+    return build if build.is_absolute() else ROOT / build
+
+
+def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[dict]:
+    build = build_dir(args)
     server_bin = build / "server" / "docsparse-server"
     cli = build / "client" / "docsparse"
     missing = [str(p) for p in (server_bin, cli) if not os.access(p, os.X_OK)]
@@ -1006,10 +1009,7 @@ def run_docsparse_generate(args) -> list[dict]:
     """docsparse's decode loop on the same checkpoint, in the engine
     (`docsparse-bench generate`: encoding included, every text run to
     --gen-tokens as the peers' min_decoding_length forces)."""
-    build = Path(args.build_dir)
-    if not build.is_absolute():
-        build = ROOT / build
-    bench = build / "bench" / "docsparse-bench"
+    bench = build_dir(args) / "bench" / "docsparse-bench"
     if not os.access(bench, os.X_OK):
         log(f"summarize: docsparse skipped, missing {bench} (scripts/build)")
         return []

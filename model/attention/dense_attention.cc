@@ -102,36 +102,45 @@ at::Tensor ContextBuffer(const AttentionInputs& in, at::ScalarType type) {
       .permute({0, 2, 1, 3});
 }
 
+// What both executors take: q, k and v in `type` where they lie (no copy
+// when they are already in it), the context buffer, and the plan over query
+// blocks of `block_rows`.
+struct DenseOperands {
+  at::Tensor q, k, v, context;
+  DensePlan plan;
+  int32_t batch, heads, q_len, k_len, head_dim;
+
+  DenseOperands(const AttentionInputs& in, at::ScalarType type, int32_t block_rows)
+      : q(in.query.to(type)),
+        k(in.key.to(type)),
+        v(in.value.to(type)),
+        context(ContextBuffer(in, type)),
+        plan(in.lengths, q.size(1), q.size(2), block_rows),
+        batch(static_cast<int32_t>(q.size(0))),
+        heads(static_cast<int32_t>(q.size(1))),
+        q_len(static_cast<int32_t>(q.size(2))),
+        k_len(static_cast<int32_t>(k.size(2))),
+        head_dim(static_cast<int32_t>(q.size(3))) {}
+};
+
 // A bf16 model on AMX: the tile executor reads q, k and v where they lie (the
 // projection's interleaved output) and writes a bf16 context; the score
 // matrix is never materialised.
 at::Tensor AmxContext(const AttentionInputs& in, float scale, int num_threads) {
-  constexpr int32_t kBlockRows = 128;
-  const at::Tensor q = in.query.to(at::kBFloat16);
-  const at::Tensor k = in.key.to(at::kBFloat16);
-  const at::Tensor v = in.value.to(at::kBFloat16);
-  at::Tensor context = ContextBuffer(in, at::kBFloat16);
+  const DenseOperands o(in, at::kBFloat16, /*block_rows=*/128);
   const auto bits = [](const at::Tensor& t) {
     return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
   };
-  const DensePlan plan(in.lengths, q.size(1), q.size(2), kBlockRows);
-  Bf16AttentionParams params{bits(q),
-                             bits(k),
-                             bits(v),
-                             nullptr,
-                             static_cast<int32_t>(q.size(0)),
-                             static_cast<int32_t>(q.size(1)),
-                             static_cast<int32_t>(q.size(2)),
-                             static_cast<int32_t>(k.size(2)),
-                             static_cast<int32_t>(q.size(3)),
-                             scale,
-                             LayoutOf(q),
-                             LayoutOf(k),
-                             LayoutOf(v),
-                             LayoutOf(context)};
-  params.out_bf16 = bits(context);
-  BlockSparseAttentionAmx(params, plan.View(), num_threads);
-  return context;
+  Bf16AttentionParams params{bits(o.q),     bits(o.k),
+                             bits(o.v),     nullptr,
+                             o.batch,       o.heads,
+                             o.q_len,       o.k_len,
+                             o.head_dim,    scale,
+                             LayoutOf(o.q), LayoutOf(o.k),
+                             LayoutOf(o.v), LayoutOf(o.context)};
+  params.out_bf16 = bits(o.context);
+  BlockSparseAttentionAmx(params, o.plan.View(), num_threads);
+  return o.context;
 }
 
 // An fp32 model on a CPU with AVX2 or AVX-512: the block-sparse executor's
@@ -139,29 +148,24 @@ at::Tensor AmxContext(const AttentionInputs& in, float scale, int num_threads) {
 // (BLAS's batched [seq x 32] products and a separate softmax ran at ~70
 // GFLOP/s).
 at::Tensor SimdContext(const AttentionInputs& in, float scale, int num_threads) {
-  constexpr int32_t kBlockRows = 64;
-  const at::Tensor q = in.query.to(at::kFloat);
-  const at::Tensor k = in.key.to(at::kFloat);
-  const at::Tensor v = in.value.to(at::kFloat);
-  at::Tensor context = ContextBuffer(in, at::kFloat);
-  const DensePlan plan(in.lengths, q.size(1), q.size(2), kBlockRows);
-  const AttentionParams params{q.data_ptr<float>(),
-                               k.data_ptr<float>(),
-                               v.data_ptr<float>(),
-                               context.data_ptr<float>(),
-                               static_cast<int32_t>(q.size(0)),
-                               static_cast<int32_t>(q.size(1)),
-                               static_cast<int32_t>(q.size(2)),
-                               static_cast<int32_t>(k.size(2)),
-                               static_cast<int32_t>(q.size(3)),
+  const DenseOperands o(in, at::kFloat, /*block_rows=*/64);
+  const AttentionParams params{o.q.data_ptr<float>(),
+                               o.k.data_ptr<float>(),
+                               o.v.data_ptr<float>(),
+                               o.context.data_ptr<float>(),
+                               o.batch,
+                               o.heads,
+                               o.q_len,
+                               o.k_len,
+                               o.head_dim,
                                scale,
                                KernelIsa::kAuto,
-                               LayoutOf(q),
-                               LayoutOf(k),
-                               LayoutOf(v),
-                               LayoutOf(context)};
-  BlockSparseAttentionCpu(params, plan.View(), num_threads);
-  return context;
+                               LayoutOf(o.q),
+                               LayoutOf(o.k),
+                               LayoutOf(o.v),
+                               LayoutOf(o.context)};
+  BlockSparseAttentionCpu(params, o.plan.View(), num_threads);
+  return o.context;
 }
 
 class DenseAttention final : public AttentionMechanism {

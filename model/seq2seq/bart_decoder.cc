@@ -110,6 +110,9 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
     }
   }
   lm_head_ = Linear(weights_.lm_head, weights_.final_logits_bias, Precision::kFp32);
+  // An untied LM head would otherwise be held twice (50k x 768 fp32 for BART).
+  weights_.lm_head = at::Tensor();
+  weights_.final_logits_bias = at::Tensor();
 }
 
 at::Tensor BartDecoder::LayerNorm(const at::Tensor& x, const at::Tensor& weight,

@@ -73,13 +73,7 @@ TEST(PrecisionServerTest, CostReportAndMetricsNameThePrecisionAndBf16StaysWithin
   EXPECT_EQ(candidate->cost().isa(), reference->cost().isa());
 
   ASSERT_EQ(reference->embedding_size(), candidate->embedding_size());
-  double dot = 0, a = 0, b = 0;
-  for (int i = 0; i < reference->embedding_size(); ++i) {
-    dot += reference->embedding(i) * candidate->embedding(i);
-    a += reference->embedding(i) * reference->embedding(i);
-    b += candidate->embedding(i) * candidate->embedding(i);
-  }
-  EXPECT_GE(dot / std::sqrt(a * b), 0.999);
+  EXPECT_GE(Cosine(*reference, *candidate), 0.999);
 
   const std::string metrics = Metrics(bf16.process->http_address());
   EXPECT_NE(metrics.find("docsparse_model_compute_info{model=\"minilm\",precision=\"bf16\",isa=\"" +
