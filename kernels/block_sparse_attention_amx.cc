@@ -16,6 +16,7 @@
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace docsparse {
 namespace {
@@ -24,10 +25,12 @@ namespace {
   __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // Keys per online-softmax step, a multiple of 32 (the reduction depth of one
-// bf16 tile product). One thread's fp32 score tile is rows x kKeyTile: 256 KiB
-// for a 128-query block, within L2; LSG's usual block (local, sparse and
-// global keys, ~640) takes two steps.
-constexpr int32_t kKeyTile = 512;
+// bf16 tile product). The keys are packed once per step for the whole query
+// block, whose rows then go through it 16 at a time: a row tile's scores are
+// 16 x kKeyTile fp32 (48 KiB). 768 holds LSG's usual block (local, sparse and
+// global keys, 641) in one step; measured at d=32, 768 ran 5-10% faster than
+// 512 and 1,024 30% slower (the packed keys and scores outgrow the caches).
+constexpr int32_t kKeyTile = 768;
 constexpr int32_t kTileRows = 16;                    // rows of every tile register
 constexpr int32_t kTileBytes = 64;                   // bytes per tile row: 32 bf16 or 16 fp32
 constexpr int32_t kDepth = 32;                       // bf16 values reduced by one tile product
@@ -69,8 +72,8 @@ struct Scratch {
   std::vector<uint16_t> q;         // [padded_rows, head_dim]
   std::vector<uint16_t> k_packed;  // [kKeyTile/16][head_dim/32] B tiles of kᵀ
   std::vector<uint16_t> v_packed;  // [kKeyTile/32][head_dim/16] B tiles of v
-  std::vector<float> scores;       // [padded_rows, kKeyTile]
-  std::vector<uint16_t> probs;     // [padded_rows, kKeyTile]
+  std::vector<float> scores;       // [kTileRows, kKeyTile] of the row tile at hand
+  std::vector<uint16_t> probs;     // [kTileRows, kKeyTile]
   std::vector<float> acc;          // [padded_rows, head_dim] unnormalised output
   std::vector<float> row_max;      // [padded_rows] running maximum of scaled scores
   std::vector<float> row_sum;      // [padded_rows] running denominator
@@ -128,37 +131,84 @@ DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int64_t value_
   }
 }
 
-// scores[r][j] = q[r]·k[j] for every padded row and the tile's padded keys.
-DOCSPARSE_AMX void Scores(Scratch& s, int32_t row_tiles, int32_t padded_keys, int32_t head_dim) {
+// scores[i][j] = q[16r + i]·k[j] for row tile r and the tile's padded keys.
+//
+// A tile product takes ~16 cycles to issue but several times that to finish,
+// and storing its accumulator waits for it: one accumulator per 16 keys,
+// stored before the next starts, left the tile unit idle most of the time
+// (perf: the store's successor held half the samples). So heads of 32 and 64
+// keep three and two groups of 16 keys in flight, in tile registers the
+// query leaves free; longer heads have no free registers for it.
+DOCSPARSE_AMX void Scores(Scratch& s, int32_t r, int32_t padded_keys, int32_t head_dim) {
   const int32_t depth_tiles = head_dim / kDepth;
   const int64_t q_stride = head_dim * static_cast<int64_t>(sizeof(uint16_t));
   const int64_t score_stride = kKeyTile * static_cast<int64_t>(sizeof(float));
-  for (int32_t r = 0; r < row_tiles; ++r) {
-    const uint16_t* q = s.q.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
-    _tile_loadd(1, q, q_stride);
-    if (depth_tiles > 1) _tile_loadd(2, q + kDepth, q_stride);
+  const uint16_t* q = s.q.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
+  const int64_t group_values = static_cast<int64_t>(depth_tiles) * kPackedTile;
+  const uint16_t* packed = s.k_packed.data();
+  float* scores = s.scores.data();
+  const int32_t groups = padded_keys / 16;
+  int32_t c = 0;
+  _tile_loadd(1, q, q_stride);
+  if (depth_tiles == 1) {
+    // q in 1; accumulators 0, 2, 3; keys in 5, 6, 7.
+    for (; c + 3 <= groups; c += 3) {
+      const uint16_t* k = packed + c * group_values;
+      _tile_zero(0);
+      _tile_zero(2);
+      _tile_zero(3);
+      _tile_loadd(5, k, kTileBytes);
+      _tile_loadd(6, k + group_values, kTileBytes);
+      _tile_loadd(7, k + 2 * group_values, kTileBytes);
+      _tile_dpbf16ps(0, 1, 5);
+      _tile_dpbf16ps(2, 1, 6);
+      _tile_dpbf16ps(3, 1, 7);
+      _tile_stored(0, scores + c * 16, score_stride);
+      _tile_stored(2, scores + (c + 1) * 16, score_stride);
+      _tile_stored(3, scores + (c + 2) * 16, score_stride);
+    }
+  } else if (depth_tiles == 2) {
+    // q in 1, 2; accumulators 0, 3; keys in 5, 6 and 7, 4.
+    _tile_loadd(2, q + kDepth, q_stride);
+    for (; c + 2 <= groups; c += 2) {
+      const uint16_t* k = packed + c * group_values;
+      _tile_zero(0);
+      _tile_zero(3);
+      _tile_loadd(5, k, kTileBytes);
+      _tile_loadd(6, k + kPackedTile, kTileBytes);
+      _tile_loadd(7, k + group_values, kTileBytes);
+      _tile_loadd(4, k + group_values + kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 1, 5);
+      _tile_dpbf16ps(3, 1, 7);
+      _tile_dpbf16ps(0, 2, 6);
+      _tile_dpbf16ps(3, 2, 4);
+      _tile_stored(0, scores + c * 16, score_stride);
+      _tile_stored(3, scores + (c + 1) * 16, score_stride);
+    }
+  } else {
+    _tile_loadd(2, q + kDepth, q_stride);
     if (depth_tiles > 2) _tile_loadd(3, q + 2 * kDepth, q_stride);
     if (depth_tiles > 3) _tile_loadd(4, q + 3 * kDepth, q_stride);
-    for (int32_t c = 0; c < padded_keys / 16; ++c) {
-      const uint16_t* k = s.k_packed.data() + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
-      _tile_zero(0);
-      _tile_loadd(5, k, kTileBytes);
-      _tile_dpbf16ps(0, 1, 5);
-      if (depth_tiles > 1) {
-        _tile_loadd(6, k + kPackedTile, kTileBytes);
-        _tile_dpbf16ps(0, 2, 6);
-      }
-      if (depth_tiles > 2) {
-        _tile_loadd(7, k + 2 * kPackedTile, kTileBytes);
-        _tile_dpbf16ps(0, 3, 7);
-      }
-      if (depth_tiles > 3) {
-        _tile_loadd(5, k + 3 * kPackedTile, kTileBytes);
-        _tile_dpbf16ps(0, 4, 5);
-      }
-      _tile_stored(0, s.scores.data() + static_cast<int64_t>(r) * kTileRows * kKeyTile + c * 16,
-                   score_stride);
+  }
+  // One group at a time: the remainder, and every group of longer heads.
+  for (; c < groups; ++c) {
+    const uint16_t* k = packed + c * group_values;
+    _tile_zero(0);
+    _tile_loadd(5, k, kTileBytes);
+    _tile_dpbf16ps(0, 1, 5);
+    if (depth_tiles > 1) {
+      _tile_loadd(6, k + kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 2, 6);
     }
+    if (depth_tiles > 2) {
+      _tile_loadd(7, k + 2 * kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 3, 7);
+    }
+    if (depth_tiles > 3) {
+      _tile_loadd(5, k + 3 * kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 4, 5);
+    }
+    _tile_stored(0, scores + c * 16, score_stride);
   }
 }
 
@@ -168,81 +218,143 @@ DOCSPARSE_AMX void Scores(Scratch& s, int32_t row_tiles, int32_t padded_keys, in
 // scale is positive, so the maximum is taken over the raw scores; the
 // exponent is computed in base 2 with log2 e folded into the scale, in one
 // fused multiply-subtract per 16 scores, and 2^t to bf16 accuracy.
-DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t padded_rows, int32_t keys,
+DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t r, int32_t keys,
                                  int32_t padded_keys, int32_t head_dim) {
   constexpr float kLog2e = 1.44269504088896341f;
   const __m512 scale2 = _mm512_set1_ps(scale * kLog2e);
-  const int32_t full = keys / 16 * 16;
-  for (int32_t r = 0; r < padded_rows; ++r) {
-    const float* scores = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
-    uint16_t* probs = s.probs.data() + static_cast<int64_t>(r) * kKeyTile;
-    __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int32_t j = 0; j < full; j += 16)
-      max16 = _mm512_max_ps(max16, _mm512_loadu_ps(scores + j));
-    if (full < keys) {
-      max16 =
-          _mm512_mask_max_ps(max16, FirstLanes(keys - full), max16, _mm512_loadu_ps(scores + full));
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  // Lanes [j, j + 16) that hold real keys.
+  const auto real = [keys](int32_t j) -> __mmask16 {
+    return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
+  };
+  for (int32_t i = 0; i < kTileRows; ++i) {
+    const int32_t row = r * kTileRows + i;
+    const float* scores = s.scores.data() + static_cast<int64_t>(i) * kKeyTile;
+    uint16_t* probs = s.probs.data() + static_cast<int64_t>(i) * kKeyTile;
+    // Four running maxima: one was a chain of dependent max instructions,
+    // a quarter of this function's time.
+    __m512 max_a = lowest, max_b = lowest, max_c = lowest, max_d = lowest;
+    int32_t j = 0;
+    for (; j + 64 <= keys; j += 64) {
+      max_a = _mm512_max_ps(max_a, _mm512_loadu_ps(scores + j));
+      max_b = _mm512_max_ps(max_b, _mm512_loadu_ps(scores + j + 16));
+      max_c = _mm512_max_ps(max_c, _mm512_loadu_ps(scores + j + 32));
+      max_d = _mm512_max_ps(max_d, _mm512_loadu_ps(scores + j + 48));
     }
-    const float new_max = std::max(s.row_max[r], _mm512_reduce_max_ps(max16) * scale);
-    const float correction = std::exp(s.row_max[r] - new_max);  // 0 on the first tile
+    for (; j < keys; j += 16) {
+      max_a = _mm512_max_ps(max_a, _mm512_mask_loadu_ps(lowest, real(j), scores + j));
+    }
+    const __m512 max16 = _mm512_max_ps(_mm512_max_ps(max_a, max_b), _mm512_max_ps(max_c, max_d));
+    const float new_max = std::max(s.row_max[row], _mm512_reduce_max_ps(max16) * scale);
+    const float correction = std::exp(s.row_max[row] - new_max);  // 0 on the first tile
     const __m512 shift2 = _mm512_set1_ps(new_max * kLog2e);
-    __m512 sum16 = _mm512_setzero_ps();
-    for (int32_t j = 0; j < padded_keys; j += 16) {
-      __m512 e = Exp2ForBf16_512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j), scale2, shift2));
-      if (j >= full) e = _mm512_maskz_mov_ps(j < keys ? FirstLanes(keys - j) : __mmask16{0}, e);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(probs + j),
-                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
-      sum16 = _mm512_add_ps(sum16, e);
+    // 32 keys per step (the padded count is a multiple of 32), packed to
+    // bf16 by one instruction.
+    __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
+    for (j = 0; j < padded_keys; j += 32) {
+      __m512 e0 = Exp2ForBf16_512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j), scale2, shift2));
+      __m512 e1 =
+          Exp2ForBf16_512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j + 16), scale2, shift2));
+      if (j + 32 > keys) {
+        e0 = _mm512_maskz_mov_ps(real(j), e0);
+        e1 = _mm512_maskz_mov_ps(real(j + 16), e1);
+      }
+      _mm512_storeu_si512(probs + j, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
+      sum_a = _mm512_add_ps(sum_a, e0);
+      sum_b = _mm512_add_ps(sum_b, e1);
     }
-    float* acc = s.acc.data() + static_cast<int64_t>(r) * head_dim;
+    const __m512 sum16 = _mm512_add_ps(sum_a, sum_b);
+    float* acc = s.acc.data() + static_cast<int64_t>(row) * head_dim;
     const __m512 correction16 = _mm512_set1_ps(correction);
     for (int32_t n = 0; n < head_dim; n += 16) {
       _mm512_storeu_ps(acc + n, _mm512_mul_ps(_mm512_loadu_ps(acc + n), correction16));
     }
-    s.row_sum[r] = s.row_sum[r] * correction + _mm512_reduce_add_ps(sum16);
-    s.row_max[r] = new_max;
+    s.row_sum[row] = s.row_sum[row] * correction + _mm512_reduce_add_ps(sum16);
+    s.row_max[row] = new_max;
   }
 }
 
-// acc += probs · v over the tile, four 16-column accumulators at a time.
-DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t row_tiles, int32_t padded_keys,
-                              int32_t head_dim) {
+// acc += probs · v over the tile for row tile r, four 16-column accumulators
+// at a time. Each accumulator is a chain of dependent tile products, so heads
+// of 32 (two accumulators) split the keys in two halves, even and odd groups
+// of 32, into four accumulators, added at the end.
+DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t r, int32_t padded_keys, int32_t head_dim) {
   const int32_t column_tiles = head_dim / 16;
   const int64_t acc_stride = head_dim * static_cast<int64_t>(sizeof(float));
   const int64_t prob_stride = kKeyTile * static_cast<int64_t>(sizeof(uint16_t));
-  for (int32_t r = 0; r < row_tiles; ++r) {
-    float* acc = s.acc.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
-    const uint16_t* probs = s.probs.data() + static_cast<int64_t>(r) * kTileRows * kKeyTile;
-    for (int32_t group = 0; group < column_tiles; group += 4) {
-      const int32_t columns = std::min(4, column_tiles - group);
-      _tile_loadd(0, acc + group * 16, acc_stride);
-      if (columns > 1) _tile_loadd(1, acc + (group + 1) * 16, acc_stride);
-      if (columns > 2) _tile_loadd(2, acc + (group + 2) * 16, acc_stride);
-      if (columns > 3) _tile_loadd(3, acc + (group + 3) * 16, acc_stride);
-      for (int32_t kc = 0; kc < padded_keys / kDepth; ++kc) {
-        const uint16_t* v =
-            s.v_packed.data() + (static_cast<int64_t>(kc) * column_tiles + group) * kPackedTile;
-        _tile_loadd(4, probs + kc * kDepth, prob_stride);
-        _tile_loadd(5, v, kTileBytes);
-        _tile_dpbf16ps(0, 4, 5);
-        if (columns > 1) {
-          _tile_loadd(6, v + kPackedTile, kTileBytes);
-          _tile_dpbf16ps(1, 4, 6);
-        }
-        if (columns > 2) {
-          _tile_loadd(7, v + 2 * kPackedTile, kTileBytes);
-          _tile_dpbf16ps(2, 4, 7);
-        }
-        if (columns > 3) {
-          _tile_loadd(5, v + 3 * kPackedTile, kTileBytes);
-          _tile_dpbf16ps(3, 4, 5);
-        }
-      }
-      _tile_stored(0, acc + group * 16, acc_stride);
-      if (columns > 1) _tile_stored(1, acc + (group + 1) * 16, acc_stride);
-      if (columns > 2) _tile_stored(2, acc + (group + 2) * 16, acc_stride);
-      if (columns > 3) _tile_stored(3, acc + (group + 3) * 16, acc_stride);
+  float* acc = s.acc.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
+  const uint16_t* probs = s.probs.data();
+  const int32_t key_chunks = padded_keys / kDepth;
+  if (column_tiles == 2) {
+    // Accumulators 0, 1 (even chunks) and 2, 3 (odd); probs in 4, 5; values in 6, 7.
+    _tile_loadd(0, acc, acc_stride);
+    _tile_loadd(1, acc + 16, acc_stride);
+    _tile_zero(2);
+    _tile_zero(3);
+    int32_t kc = 0;
+    for (; kc + 2 <= key_chunks; kc += 2) {
+      const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(kc) * 2 * kPackedTile;
+      _tile_loadd(4, probs + kc * kDepth, prob_stride);
+      _tile_loadd(6, v, kTileBytes);
+      _tile_loadd(7, v + kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_loadd(5, probs + (kc + 1) * kDepth, prob_stride);
+      _tile_loadd(6, v + 2 * kPackedTile, kTileBytes);
+      _tile_loadd(7, v + 3 * kPackedTile, kTileBytes);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
     }
+    if (kc < key_chunks) {
+      const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(kc) * 2 * kPackedTile;
+      _tile_loadd(4, probs + kc * kDepth, prob_stride);
+      _tile_loadd(6, v, kTileBytes);
+      _tile_loadd(7, v + kPackedTile, kTileBytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    alignas(64) float odd[kTileRows * 32];
+    _tile_stored(0, acc, acc_stride);
+    _tile_stored(1, acc + 16, acc_stride);
+    _tile_stored(2, odd, 32 * sizeof(float));
+    _tile_stored(3, odd + 16, 32 * sizeof(float));
+    for (int32_t i = 0; i < kTileRows; ++i) {
+      for (int32_t n = 0; n < 32; n += 16) {
+        float* a = acc + i * head_dim + n;
+        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), _mm512_load_ps(odd + i * 32 + n)));
+      }
+    }
+    return;
+  }
+  for (int32_t group = 0; group < column_tiles; group += 4) {
+    const int32_t columns = std::min(4, column_tiles - group);
+    _tile_loadd(0, acc + group * 16, acc_stride);
+    if (columns > 1) _tile_loadd(1, acc + (group + 1) * 16, acc_stride);
+    if (columns > 2) _tile_loadd(2, acc + (group + 2) * 16, acc_stride);
+    if (columns > 3) _tile_loadd(3, acc + (group + 3) * 16, acc_stride);
+    for (int32_t kc = 0; kc < key_chunks; ++kc) {
+      const uint16_t* v =
+          s.v_packed.data() + (static_cast<int64_t>(kc) * column_tiles + group) * kPackedTile;
+      _tile_loadd(4, probs + kc * kDepth, prob_stride);
+      _tile_loadd(5, v, kTileBytes);
+      _tile_dpbf16ps(0, 4, 5);
+      if (columns > 1) {
+        _tile_loadd(6, v + kPackedTile, kTileBytes);
+        _tile_dpbf16ps(1, 4, 6);
+      }
+      if (columns > 2) {
+        _tile_loadd(7, v + 2 * kPackedTile, kTileBytes);
+        _tile_dpbf16ps(2, 4, 7);
+      }
+      if (columns > 3) {
+        _tile_loadd(5, v + 3 * kPackedTile, kTileBytes);
+        _tile_dpbf16ps(3, 4, 5);
+      }
+    }
+    _tile_stored(0, acc + group * 16, acc_stride);
+    if (columns > 1) _tile_stored(1, acc + (group + 1) * 16, acc_stride);
+    if (columns > 2) _tile_stored(2, acc + (group + 2) * 16, acc_stride);
+    if (columns > 3) _tile_stored(3, acc + (group + 3) * 16, acc_stride);
   }
 }
 
@@ -263,8 +375,6 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
     std::memcpy(s.q.data() + r * d, q + r * q_layout.row_stride, d * sizeof(uint16_t));
   }
   s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
-  s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
-  s.probs.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
   s.row_sum.assign(padded_rows, 0.0f);
 
@@ -275,9 +385,12 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
     const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
     PackKeys(s, keys, k_layout.row_stride, filled, padded_keys, d);
     PackValues(s, values, v_layout.row_stride, filled, padded_keys, d);
-    Scores(s, row_tiles, padded_keys, d);
-    SoftmaxUpdate(s, p.scale, padded_rows, filled, padded_keys, d);
-    Accumulate(s, row_tiles, padded_keys, d);
+    // Row tile by row tile, so that its scores and probabilities stay in L1.
+    for (int32_t r = 0; r < row_tiles; ++r) {
+      Scores(s, r, padded_keys, d);
+      SoftmaxUpdate(s, p.scale, r, filled, padded_keys, d);
+      Accumulate(s, r, padded_keys, d);
+    }
     filled = 0;
   };
   for (int32_t span = 0; span < num_spans; ++span) {
@@ -317,6 +430,8 @@ class AmxWorker {
     scratch_.keys.resize(kKeyTile);
     scratch_.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
     scratch_.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+    scratch_.scores.resize(static_cast<size_t>(kTileRows) * kKeyTile);
+    scratch_.probs.resize(static_cast<size_t>(kTileRows) * kKeyTile);
   }
   ~AmxWorker() { ReleaseTiles(); }
   AmxWorker(const AmxWorker&) = delete;

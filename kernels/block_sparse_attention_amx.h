@@ -4,7 +4,7 @@
 // accumulation, and the softmax in fp32 on AVX-512 between them.
 //
 // Per (item, head, query block), keys are gathered from the block's spans
-// into tiles of up to kAmxKeyTile keys, packed once per tile into the layouts
+// into tiles of up to 768 keys, packed once per tile into the layouts
 // the tile unit reads (pairs of bf16 along the reduction dimension), so that
 // short spans (LSG's global and sparse keys) share a tile instead of each
 // padding one. Queries whose row has no span get zeros, as in the fp32 kernel.

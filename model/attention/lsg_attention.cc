@@ -6,6 +6,7 @@
 
 #include "kernels/block_sparse_attention.h"
 #include "kernels/block_sparse_attention_amx.h"
+#include "model/attention/context_buffer.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/lsg_sparse_keys.h"
 
@@ -23,7 +24,7 @@ namespace {
 
 using at::indexing::Slice;
 
-// A contiguous bf16 tensor's storage as the kernels take it.
+// A bf16 tensor's storage as the kernels take it.
 const uint16_t* Bf16Bits(const at::Tensor& tensor) {
   return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
 }
@@ -38,22 +39,24 @@ class LsgAttention final : public AttentionMechanism {
   at::Tensor Forward(const AttentionInputs& in,
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
-    at::Tensor out = at::zeros(in.query.sizes(), in.query.options().dtype(at::kFloat));
+    const bool amx = in.precision == Precision::kBf16 &&
+                     AmxBlockSparseAttentionAvailable(static_cast<int32_t>(in.query.size(3)));
+    at::Tensor out = ContextBuffer(in.query, amx ? at::kBFloat16 : at::kFloat);
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
       (*item_costs)[b].head_edges =
-          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, out[b]);
+          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, amx, out[b]);
     }
     return out;
   }
 
  private:
-  // Attends sequence b into `out` ([heads, seq, head_dim], contiguous);
-  // returns the edges per head.
+  // Attends sequence b into `out` ([heads, seq, head_dim] view of the
+  // context buffer: bf16 on AMX, else fp32); returns the edges per head.
   std::vector<int64_t> ForwardItem(const AttentionInputs& in, int64_t b, const LsgConfig& config,
-                                   uint64_t seed, at::Tensor out) const {
+                                   uint64_t seed, bool amx, at::Tensor out) const {
     const int64_t heads = in.query.size(1);
     const int64_t seq = in.query.size(2);
     const int64_t d = in.query.size(3);
@@ -89,34 +92,42 @@ class LsgAttention final : public AttentionMechanism {
       }
       k_parts.push_back(k.index({Slice(), tokens}));
       v_parts.push_back(v.index({Slice(), tokens}));
-      k = at::cat(k_parts, 1).contiguous();
-      v = at::cat(v_parts, 1).contiguous();
+      k = at::cat(k_parts, 1);
+      v = at::cat(v_parts, 1);
     }
     const LsgPlan plan =
         PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
+    // Rows past the plan's last block (batch padding) are not written.
+    const int64_t planned = plan.query_block_starts.back();
+    if (planned < seq) out.narrow(1, planned, seq - planned).zero_();
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    if (in.precision == Precision::kBf16 &&
-        AmxBlockSparseAttentionAvailable(static_cast<int32_t>(d))) {
-      const at::Tensor q16 = q.to(at::kBFloat16).contiguous();
-      const at::Tensor k16 = k.to(at::kBFloat16).contiguous();
-      const at::Tensor v16 = v.to(at::kBFloat16).contiguous();
-      const Bf16AttentionParams params{Bf16Bits(q16),
-                                       Bf16Bits(k16),
-                                       Bf16Bits(v16),
-                                       out.data_ptr<float>(),
-                                       1,
-                                       static_cast<int32_t>(heads),
-                                       static_cast<int32_t>(seq),
-                                       static_cast<int32_t>(k.size(1)),
-                                       static_cast<int32_t>(d),
-                                       scale};
+    // q, and k and v of a full layout, are read where the projection left them.
+    if (amx) {
+      const at::Tensor q16 = q.to(at::kBFloat16);
+      const at::Tensor k16 = k.to(at::kBFloat16);
+      const at::Tensor v16 = v.to(at::kBFloat16);
+      Bf16AttentionParams params{Bf16Bits(q16),
+                                 Bf16Bits(k16),
+                                 Bf16Bits(v16),
+                                 nullptr,
+                                 1,
+                                 static_cast<int32_t>(heads),
+                                 static_cast<int32_t>(seq),
+                                 static_cast<int32_t>(k.size(1)),
+                                 static_cast<int32_t>(d),
+                                 scale,
+                                 LayoutOf3d(q16),
+                                 LayoutOf3d(k16),
+                                 LayoutOf3d(v16),
+                                 LayoutOf3d(out)};
+      params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
       BlockSparseAttentionAmx(params, plan.View(), threads);
       return plan.head_edges;
     }
-    const at::Tensor q32 = q.to(at::kFloat).contiguous();
-    const at::Tensor k32 = k.to(at::kFloat).contiguous();
-    const at::Tensor v32 = v.to(at::kFloat).contiguous();
+    const at::Tensor q32 = q.to(at::kFloat);
+    const at::Tensor k32 = k.to(at::kFloat);
+    const at::Tensor v32 = v.to(at::kFloat);
     const AttentionParams params{q32.data_ptr<float>(),
                                  k32.data_ptr<float>(),
                                  v32.data_ptr<float>(),
@@ -126,7 +137,12 @@ class LsgAttention final : public AttentionMechanism {
                                  static_cast<int32_t>(seq),
                                  static_cast<int32_t>(k.size(1)),
                                  static_cast<int32_t>(d),
-                                 scale};
+                                 scale,
+                                 KernelIsa::kAuto,
+                                 LayoutOf3d(q32),
+                                 LayoutOf3d(k32),
+                                 LayoutOf3d(v32),
+                                 LayoutOf3d(out)};
     BlockSparseAttentionCpu(params, plan.View(), threads);
     return plan.head_edges;
   }

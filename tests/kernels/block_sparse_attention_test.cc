@@ -311,13 +311,14 @@ void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& w
                << (head_dim) << " is not a multiple of 32 up to 128"
 
 TEST(BlockSparseAttentionAmxTest, RandomSpansAcrossKeyTilesMatchReference) {
-  // MiniLM (32), base models (64), 96 and 128; spans longer than the 512-key
-  // tile; blocks of 13 and 70 rows (not multiples of 16).
+  // MiniLM (32), base models (64), 96 and 128; spans longer than the 768-key
+  // tile and blocks whose keys fill several tiles; blocks of 13 and 70 rows
+  // (not multiples of 16).
   for (int head_dim : {32, 64, 96, 128}) {
     SKIP_WITHOUT_AMX(head_dim);
     for (int block_size : {13, 70}) {
       const Bf16Problem b = ToBf16(
-          MakeProblem(2, 2, 140, 1300, head_dim, block_size, /*dense=*/false, head_dim, 600));
+          MakeProblem(2, 2, 140, 2600, head_dim, block_size, /*dense=*/false, head_dim, 900));
       ExpectWithinBf16(RunAmx(b, 2), Reference(b.problem));
     }
   }
