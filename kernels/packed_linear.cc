@@ -21,6 +21,21 @@ const dnnl::engine& CpuEngine() {
   return *engine;
 }
 
+// oneDNN's eltwise algorithm for an activation (kNone has none).
+dnnl::algorithm EltwiseAlgorithm(LinearActivation activation) {
+  switch (activation) {
+    case LinearActivation::kGeluErf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case LinearActivation::kGeluTanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case LinearActivation::kRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case LinearActivation::kNone:
+      break;
+  }
+  return dnnl::algorithm::undef;
+}
+
 memory::data_type DataType(LinearElement element) {
   return element == LinearElement::kBf16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
@@ -50,6 +65,7 @@ struct PackedLinear::State {
   int64_t out_features = 0;
   LinearElement element = LinearElement::kFp32;
   LinearWeights weight_type = LinearWeights::kElementType;
+  LinearActivation activation = LinearActivation::kNone;
   memory::desc weights_desc;
   memory weights;
   // fp32, empty without a bias. Added by the product (`bias` wraps it), or
@@ -79,6 +95,11 @@ struct PackedLinear::State {
     // threads at once (a library-owned scratchpad would be shared).
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (activation != LinearActivation::kNone) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(1.0f, EltwiseAlgorithm(activation), 0.0f, 0.0f);
+      attr.set_post_ops(post_ops);
+    }
     if (bias) {
       return dnnl::matmul::primitive_desc(
           dnnl::matmul::desc(src, weights_layout, bias.get_desc(), dst), attr, CpuEngine());
@@ -105,12 +126,15 @@ PackedLinear::~PackedLinear() = default;
 
 std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const float* bias,
                                                    int64_t out_features, int64_t in_features,
-                                                   LinearElement element, LinearWeights weights) {
+                                                   LinearElement element, LinearWeights weights,
+                                                   LinearActivation activation) {
+  if (weights == LinearWeights::kInt8 && activation != LinearActivation::kNone) return nullptr;
   auto state = std::make_unique<State>();
   state->in_features = in_features;
   state->out_features = out_features;
   state->element = element;
   state->weight_type = weights;
+  state->activation = activation;
   // int8: each output channel (a row of W) quantized symmetrically.
   std::vector<int8_t> quantized;
   if (state->int8()) {

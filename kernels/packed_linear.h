@@ -29,20 +29,26 @@ enum class LinearElement { kFp32, kBf16 };
 // int8 GEMM elsewhere.
 enum class LinearWeights { kElementType, kInt8 };
 
+// An activation applied to the fp32 sum (bias included) before it is written,
+// inside the product (a oneDNN post-op): the feed-forward's GELU then costs no
+// pass of its own over the intermediate. Element-type weights only.
+enum class LinearActivation { kNone, kGeluErf, kGeluTanh, kRelu };
+
 class PackedLinear {
  public:
   // Packs `weight` [out_features, in_features] (fp32, row-major) and copies
   // `bias` [out_features] (fp32; null for none). Returns null where oneDNN has
-  // no matmul for `element` on this CPU (bf16 without AVX-512).
-  static std::unique_ptr<PackedLinear> Create(const float* weight, const float* bias,
-                                              int64_t out_features, int64_t in_features,
-                                              LinearElement element,
-                                              LinearWeights weights = LinearWeights::kElementType);
+  // no matmul for `element` on this CPU (bf16 without AVX-512), and for int8
+  // weights with an activation.
+  static std::unique_ptr<PackedLinear> Create(
+      const float* weight, const float* bias, int64_t out_features, int64_t in_features,
+      LinearElement element, LinearWeights weights = LinearWeights::kElementType,
+      LinearActivation activation = LinearActivation::kNone);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
 
-  // y[rows, out_features] = x[rows, in_features]·Wᵀ + bias, both row-major
+  // y[rows, out_features] = activation(x[rows, in_features]·Wᵀ + bias), both row-major
   // and contiguous, of the element type. Safe to call from several threads.
   void Run(const void* x, int64_t rows, void* y) const;
 

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -29,14 +30,19 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
       activations_(ActivationType(precision_)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
-  // bf16 GELU layers leave their first product's bias to kernels/bias_gelu.
+  // The feed-forward's activation runs inside its first product (a oneDNN
+  // post-op), except for int8 products with bf16 activations: they leave the
+  // bias and GELU to one pass of kernels/bias_gelu.
   const Linear::Bias intermediate_bias =
       fused_bias_gelu() ? Linear::Bias::kByCaller : Linear::Bias::kInProduct;
+  const std::optional<Activation> intermediate_activation =
+      fused_bias_gelu() ? std::nullopt : std::optional<Activation>(config_.activation);
   for (const EncoderLayerWeights& w : weights_.layers) {
     layers_.push_back(EncoderLayer{
         Linear(w.qkv_weight, w.qkv_bias, precision_),
         Linear(w.output_weight, w.output_bias, precision_),
-        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias),
+        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias,
+               intermediate_activation),
         Linear(w.ffn_output_weight, w.ffn_output_bias, precision_),
         // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
         w.attention_norm_weight.to(at::kFloat), w.attention_norm_bias.to(at::kFloat),
@@ -57,18 +63,6 @@ int64_t Encoder::max_sequence_length() const {
     return config_.max_position_embeddings - config_.pad_token_id - 1;
   }
   return config_.max_position_embeddings;
-}
-
-at::Tensor Encoder::Activate(const at::Tensor& x) const {
-  switch (config_.activation) {
-    case Activation::kGelu:
-      return at::gelu(x);
-    case Activation::kGeluNew:
-      return at::gelu(x, "tanh");
-    case Activation::kRelu:
-      return at::relu(x);
-  }
-  return x;
 }
 
 at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
@@ -161,7 +155,7 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& 
     const at::Tensor inner = fused_bias_gelu()
                                  ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
                                                 config_.activation == Activation::kGeluNew)
-                                 : Activate(w.intermediate(in));
+                                 : w.intermediate(in);
     out.narrow(0, begin, count)
         .copy_(ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
                                  config_.layer_norm_eps));

@@ -126,11 +126,12 @@ class Encoder {
   // page-faulted in afresh at every layer (half the feed-forward's time);
   // chunks are reused from the heap and stay nearer the cache.
   at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayer& w) const;
-  at::Tensor Activate(const at::Tensor& x) const;
-  // bf16 activations and a GELU: the feed-forward's first bias and the GELU
-  // run as one pass (kernels/bias_gelu.h).
+  // int8 products (no activation inside them) with bf16 activations and a
+  // GELU: the feed-forward's first bias and the GELU run as one pass
+  // (kernels/bias_gelu.h).
   bool fused_bias_gelu() const {
-    return activations_ == at::kBFloat16 && config_.activation != Activation::kRelu;
+    return precision_ == Precision::kInt8 && activations_ == at::kBFloat16 &&
+           config_.activation != Activation::kRelu;
   }
 
   EncoderConfig config_;

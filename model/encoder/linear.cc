@@ -3,14 +3,46 @@
 #include "model/encoder/linear_precision.h"
 
 namespace docsparse {
+namespace {
+
+LinearActivation InProduct(std::optional<Activation> activation) {
+  if (!activation.has_value()) return LinearActivation::kNone;
+  switch (*activation) {
+    case Activation::kGelu:
+      return LinearActivation::kGeluErf;
+    case Activation::kGeluNew:
+      return LinearActivation::kGeluTanh;
+    case Activation::kRelu:
+      return LinearActivation::kRelu;
+  }
+  return LinearActivation::kNone;
+}
+
+at::Tensor Apply(Activation activation, const at::Tensor& x) {
+  switch (activation) {
+    case Activation::kGelu:
+      return at::gelu(x);
+    case Activation::kGeluNew:
+      return at::gelu(x, "tanh");
+    case Activation::kRelu:
+      return at::relu(x);
+  }
+  return x;
+}
+
+}  // namespace
 
 Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
-               Bias placement)
+               Bias placement, std::optional<Activation> activation)
     : type_(ActivationType(precision)),
       in_features_(weight.size(1)),
       out_features_(weight.size(0)),
-      bias_in_product_(placement == Bias::kInProduct) {
+      bias_in_product_(placement == Bias::kInProduct),
+      activation_(activation),
+      activation_in_product_(activation.has_value() && precision != Precision::kInt8) {
   TORCH_CHECK(weight.dim() == 2, "Linear: weight must be [out, in]");
+  TORCH_CHECK(!activation.has_value() || bias_in_product_,
+              "Linear: an activation needs the bias in the product");
   const at::Tensor w = weight.to(at::kFloat).contiguous();
   const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
   const LinearElement element =
@@ -18,8 +50,12 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
   packed_ = PackedLinear::Create(
       w.data_ptr<float>(), bias_in_product_ && b.defined() ? b.data_ptr<float>() : nullptr,
       out_features_, in_features_, element,
-      precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType);
-  if (!packed_) weight_ = w.to(type_);
+      precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType,
+      activation_in_product_ ? InProduct(activation_) : LinearActivation::kNone);
+  if (!packed_) {
+    weight_ = w.to(type_);
+    activation_in_product_ = false;
+  }
   if (b.defined()) bias_ = b.to(type_);
 }
 
@@ -27,13 +63,16 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
               " input features, got ", x.size(-1));
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
-  if (!packed_) return at::linear(x.to(type_), weight_, bias);
+  const auto activate = [this](const at::Tensor& y) {
+    return activation_.has_value() && !activation_in_product_ ? Apply(*activation_, y) : y;
+  };
+  if (!packed_) return activate(at::linear(x.to(type_), weight_, bias));
   const at::Tensor in = x.to(type_).contiguous();
   std::vector<int64_t> sizes = in.sizes().vec();
   sizes.back() = out_features_;
   at::Tensor out = at::empty(sizes, in.options());
   packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr());
-  return out;
+  return activate(out);
 }
 
 std::string Linear::implementation() const {

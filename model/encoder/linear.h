@@ -9,9 +9,11 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/packed_linear.h"
+#include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/precision.h"
 
 namespace docsparse {
@@ -24,9 +26,12 @@ class Linear {
 
   Linear() = default;
   // `weight` [out, in] and `bias` [out] in fp32; `precision` kFp32, kBf16 or
-  // kInt8 (int8 weights, activations as ActivationType says).
+  // kInt8 (int8 weights, activations as ActivationType says). `activation`,
+  // if any, is applied to the output: inside the product (on the fp32 sum,
+  // before rounding) where oneDNN runs it with element-type weights, else
+  // after it.
   Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
-         Bias placement = Bias::kInProduct);
+         Bias placement = Bias::kInProduct, std::optional<Activation> activation = std::nullopt);
 
   // x [..., in] -> [..., out] in the precision's activation type (x is
   // converted to it first if it is not in it); without the bias for kByCaller.
@@ -42,6 +47,8 @@ class Linear {
   int64_t in_features_ = 0;
   int64_t out_features_ = 0;
   bool bias_in_product_ = true;
+  std::optional<Activation> activation_;
+  bool activation_in_product_ = false;
   std::shared_ptr<const PackedLinear> packed_;
   // The fallback's weight (undefined when packed_ runs), and the bias in the
   // activation type (kept for kByCaller and the fallback).

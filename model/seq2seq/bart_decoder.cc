@@ -100,7 +100,9 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
                                  Linear(w.self.out_weight, w.self.out_bias, Precision::kFp32),
                                  Linear(w.cross.q_weight, w.cross.q_bias, Precision::kFp32),
                                  Linear(w.cross.out_weight, w.cross.out_bias, Precision::kFp32),
-                                 Linear(w.self.fc1_weight, w.self.fc1_bias, Precision::kFp32),
+                                 // The activation runs inside the product.
+                                 Linear(w.self.fc1_weight, w.self.fc1_bias, Precision::kFp32,
+                                        Linear::Bias::kInProduct, config_.activation),
                                  Linear(w.self.fc2_weight, w.self.fc2_bias, Precision::kFp32)});
     for (at::Tensor* packed :
          {&w.self.qkv_weight, &w.self.qkv_bias, &w.self.out_weight, &w.self.out_bias,
@@ -303,8 +305,7 @@ absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
       if (!pre) x = LayerNorm(x, w.cross.norm_weight, w.cross.norm_bias);
 
       in = pre ? LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias) : x;
-      const at::Tensor inner = ApplyActivation(products_[i].fc1(in), config_.activation);
-      x = x + products_[i].fc2(inner);
+      x = x + products_[i].fc2(products_[i].fc1(in));
       if (!pre) x = LayerNorm(x, w.self.final_norm_weight, w.self.final_norm_bias);
       if (flops != nullptr) {
         *flops += 2.0 * 2 * rows * steps * config_.hidden_size * config_.decoder_ffn_size;

@@ -27,8 +27,9 @@
 namespace docsparse {
 
 // A decoder layer's products as every step runs them: fp32 weights packed
-// once for oneDNN (model/encoder/linear.h). Through at::linear, OpenBLAS
-// copied ("packed") each weight matrix at every step, 60% of a greedy step.
+// once for oneDNN (model/encoder/linear.h), fc1 with its activation inside
+// the product. Through at::linear, OpenBLAS copied ("packed") each weight
+// matrix at every step, 60% of a greedy step.
 struct BartDecoderLayerProducts {
   Linear self_qkv, self_out, cross_q, cross_out, fc1, fc2;
 };

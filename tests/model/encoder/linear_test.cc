@@ -95,6 +95,42 @@ TEST(LinearTest, BiasLeftToTheCallerIsLeftOut) {
   }
 }
 
+// The activation inside the product (a oneDNN post-op on the fp32 sum) and,
+// for int8, after it: each against the double product through the exact
+// function, and far from the product without it.
+TEST(LinearTest, ActivationAppliesToTheBiasedSumInEveryPrecision) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(6);
+  const at::Tensor weight = at::randn({64, 48}) * 0.2;
+  const at::Tensor bias = at::randn({64});
+  const at::Tensor x = at::randn({37, 48});
+  const at::Tensor sum =
+      at::linear(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
+  struct Case {
+    Activation activation;
+    at::Tensor want;
+  };
+  const Case cases[] = {{Activation::kGelu, at::gelu(sum)},
+                        {Activation::kGeluNew, at::gelu(sum, "tanh")},
+                        {Activation::kRelu, at::relu(sum)}};
+  for (const Case& c : cases) {
+    for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
+      const Linear linear(weight, bias, precision, Linear::Bias::kInProduct, c.activation);
+      const at::Tensor got = linear(x);
+      const double tolerance =
+          precision == Precision::kFp32 ? 1e-5 : precision == Precision::kBf16 ? 0.05 : 0.15;
+      EXPECT_LT(MaxError(got, c.want), tolerance)
+          << static_cast<int>(c.activation) << " " << PrecisionName(precision);
+      EXPECT_GT(MaxError(got, sum), 0.5) << "the activation was not applied";
+    }
+  }
+  // gelu and gelu_new differ by up to ~5e-4 near |x| = 2: fp32 tells them apart.
+  const at::Tensor erf_form = Linear(weight, bias, Precision::kFp32, Linear::Bias::kInProduct,
+                                     Activation::kGelu)(x);
+  EXPECT_LT(MaxError(erf_form, at::gelu(sum)), 1e-5);
+  EXPECT_GT(MaxError(erf_form, at::gelu(sum, "tanh")), 1e-4);
+}
+
 TEST(LinearTest, ConcurrentCallsWithDifferentRowCountsGiveTheSameBits) {
   c10::InferenceMode inference_mode;
   at::manual_seed(7);
