@@ -148,17 +148,20 @@ at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& 
   constexpr int64_t kChunkRows = 2048;
   const at::Tensor rows = attended.reshape({-1, config_.hidden_size});
   const int64_t total = rows.size(0);
-  at::Tensor out = at::empty_like(rows);
-  for (int64_t begin = 0; begin < total; begin += kChunkRows) {
-    const int64_t count = std::min(kChunkRows, total - begin);
-    const at::Tensor in = rows.narrow(0, begin, count);
+  const auto feed_forward = [&](const at::Tensor& in) {
     const at::Tensor inner = fused_bias_gelu()
                                  ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
                                                 config_.activation == Activation::kGeluNew)
                                  : w.intermediate(in);
-    out.narrow(0, begin, count)
-        .copy_(ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
-                                 config_.layer_norm_eps));
+    return ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
+                             config_.layer_norm_eps);
+  };
+  // One chunk: no output buffer to copy into.
+  if (total <= kChunkRows) return feed_forward(rows).view(attended.sizes());
+  at::Tensor out = at::empty_like(rows);
+  for (int64_t begin = 0; begin < total; begin += kChunkRows) {
+    const int64_t count = std::min(kChunkRows, total - begin);
+    out.narrow(0, begin, count).copy_(feed_forward(rows.narrow(0, begin, count)));
   }
   return out.view(attended.sizes());
 }
