@@ -14,7 +14,9 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "kernels/cpu_features.h"
 #include "model/checkpoint/generation_config.h"
 #include "model/encoder/encoder.h"
@@ -38,11 +40,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> Ints(const std::vector<std::string>& texts) {
+// Positive integers, or an error naming the flag and the bad value.
+absl::StatusOr<std::vector<int>> PositiveInts(const char* flag,
+                                              const std::vector<std::string>& texts) {
   std::vector<int> values;
   for (const std::string& text : texts) {
     int value = 0;
-    if (absl::SimpleAtoi(text, &value) && value > 0) values.push_back(value);
+    if (!absl::SimpleAtoi(text, &value) || value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --", flag, " value '", text, "' (a positive integer)"));
+    }
+    values.push_back(value);
   }
   return values;
 }
@@ -69,6 +77,16 @@ int RunGenerateBench() {
     std::fprintf(stderr, "generate: --gen_model is required (a BART checkpoint folder)\n");
     return 2;
   }
+  const absl::StatusOr<std::vector<int>> batch_sizes =
+      PositiveInts("gen_batches", absl::GetFlag(FLAGS_gen_batches));
+  const absl::StatusOr<std::vector<int>> beam_counts =
+      PositiveInts("gen_beams", absl::GetFlag(FLAGS_gen_beams));
+  for (const absl::Status& status : {batch_sizes.status(), beam_counts.status()}) {
+    if (!status.ok()) {
+      std::fprintf(stderr, "generate: %s\n", std::string(status.message()).c_str());
+      return 2;
+    }
+  }
   at::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
   c10::InferenceMode inference_mode;
   absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model = Seq2SeqModel::Create(dir);
@@ -82,7 +100,7 @@ int RunGenerateBench() {
   std::mt19937 rng(0);
   std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(config.vocab_size) - 1);
   const std::string isa(IsaName(HostCpuFeatures()));
-  for (int batch_size : Ints(absl::GetFlag(FLAGS_gen_batches))) {
+  for (int batch_size : *batch_sizes) {
     EncoderBatch batch;
     for (int b = 0; b < batch_size; ++b) {
       std::vector<int32_t> ids(src_tokens);
@@ -91,7 +109,7 @@ int RunGenerateBench() {
       ids.back() = 2;   // </s>
       batch.sequences.push_back(std::move(ids));
     }
-    for (int beams : Ints(absl::GetFlag(FLAGS_gen_beams))) {
+    for (int beams : *beam_counts) {
       GenerationConfig generation;
       generation.num_beams = beams;
       generation.max_new_tokens = new_tokens;
