@@ -1,5 +1,6 @@
 #include "model/encoder/encoder.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "kernels/embedding_layer_norm.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
 #include "model/encoder/bias_gelu.h"
@@ -30,6 +32,13 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
       activations_(ActivationType(precision_)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
+  // The embedding tables as kernels/embedding_layer_norm reads them.
+  for (at::Tensor* table :
+       {&weights_.word_embeddings, &weights_.position_embeddings, &weights_.token_type_embeddings,
+        &weights_.global_embeddings, &weights_.embedding_norm_weight,
+        &weights_.embedding_norm_bias}) {
+    if (table->defined()) *table = table->to(at::kFloat).contiguous();
+  }
   // The feed-forward's activation runs inside its first product (a oneDNN
   // post-op), except for int8 products with bf16 activations: they leave the
   // bias and GELU to one pass of kernels/bias_gelu.
@@ -65,8 +74,7 @@ int64_t Encoder::max_sequence_length() const {
   return config_.max_position_embeddings;
 }
 
-at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
-                          const std::vector<int64_t>& lengths) const {
+at::Tensor Encoder::PositionIds(const at::Tensor& ids, const std::vector<int64_t>& lengths) const {
   const int64_t batch = ids.size(0);
   const int64_t seq = ids.size(1);
   at::Tensor positions = at::arange(seq, at::kLong).unsqueeze(0).expand({batch, seq}).contiguous();
@@ -74,25 +82,52 @@ at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
     // HF create_position_ids_from_input_ids: padding_idx + cumsum(mask) on
     // real tokens, padding_idx on padding.
     at::Tensor real = positions.lt(at::tensor(lengths, at::kLong).unsqueeze(1));
-    positions = real.to(at::kLong).cumsum(1).mul(real) + config_.pad_token_id;
+    positions = (real.to(at::kLong).cumsum(1).mul(real) + config_.pad_token_id).contiguous();
   }
-  at::Tensor x = at::embedding(weights_.word_embeddings, ids) +
-                 at::embedding(weights_.position_embeddings, positions);
-  if (weights_.token_type_embeddings.defined()) {
-    x = x + at::embedding(weights_.token_type_embeddings, token_types);
-  }
-  return x;  // the LayerNorm comes after the LSG global tokens join
+  return positions;
 }
 
-at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
-                                    const std::vector<int64_t>& lengths,
-                                    std::vector<int64_t>* positions) const {
+void Encoder::EmbedRows(const at::Tensor& table, const int64_t* ids, const int64_t* positions,
+                        const int64_t* types, int64_t rows, at::Tensor out) const {
+  const bool with_types = types != nullptr && weights_.token_type_embeddings.defined();
+  const EmbeddingLayerNormParams params{
+      table.data_ptr<float>(),
+      ids,
+      positions == nullptr ? nullptr : weights_.position_embeddings.data_ptr<float>(),
+      positions,
+      with_types ? weights_.token_type_embeddings.data_ptr<float>() : nullptr,
+      types,
+      weights_.embedding_norm_weight.data_ptr<float>(),
+      weights_.embedding_norm_bias.data_ptr<float>(),
+      out.data_ptr(),
+      out.stride(0),
+      out.scalar_type() == at::kBFloat16,
+      config_.hidden_size,
+      static_cast<float>(config_.layer_norm_eps)};
+  at::parallel_for(0, rows, 64, [&params](int64_t begin, int64_t end) {
+    EmbeddingLayerNormRows(params, begin, end);
+  });
+}
+
+at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
+                          const std::vector<int64_t>& lengths) const {
+  const at::Tensor positions = PositionIds(ids, lengths);
+  at::Tensor x = at::empty({ids.size(0), ids.size(1), config_.hidden_size},
+                           at::TensorOptions().dtype(activations_));
+  EmbedRows(weights_.word_embeddings, ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
+            token_types.data_ptr<int64_t>(), ids.numel(), x.view({-1, config_.hidden_size}));
+  return x;
+}
+
+at::Tensor Encoder::EmbedWithGlobalTokens(const at::Tensor& ids, const at::Tensor& token_types,
+                                          const EncoderBatch& batch,
+                                          const std::vector<int64_t>& lengths,
+                                          std::vector<int64_t>* positions) const {
   const LsgConfig& native = *config_.lsg;
   const int64_t global = native.num_global_tokens;
-  const int64_t rows = token_embeddings.size(0);
-  const int64_t h = config_.hidden_size;
+  const int64_t rows = ids.size(0);
   // The longest adaptive padding any sequence needs under its own knobs.
-  int64_t padded = token_embeddings.size(1);
+  int64_t padded = ids.size(1);
   for (int64_t row = 0; row < rows; ++row) {
     const ItemAttentionOptions options =
         batch.attention_options.empty() ? ItemAttentionOptions{} : batch.attention_options[row];
@@ -102,16 +137,20 @@ at::Tensor Encoder::AddGlobalTokens(const at::Tensor& token_embeddings, const En
     padded = std::max<int64_t>(padded, layout.padded_tokens);
     positions->push_back(global + lengths[row]);
   }
-  at::Tensor x = at::zeros({rows, global + padded, h}, token_embeddings.options());
-  x.narrow(1, 0, global).copy_(weights_.global_embeddings.narrow(0, 0, global).unsqueeze(0));
-  x.narrow(1, global, token_embeddings.size(1)).copy_(token_embeddings);
-  // LayerNorm before the padding is zeroed: the reference normalises the
-  // embeddings and then appends zero rows (LSG*Encoder.forward), and a
-  // sequence alone has no batch padding, only those zeros.
-  x = at::layer_norm(x, {h}, weights_.embedding_norm_weight, weights_.embedding_norm_bias,
-                     config_.layer_norm_eps);
+  // [global ; tokens ; zeros]: the reference normalises the global and token
+  // embeddings and appends zero rows (LSG*Encoder.forward); a sequence alone
+  // has no batch padding, only those zeros.
+  const at::Tensor token_positions = PositionIds(ids, lengths);
+  at::Tensor x = at::zeros({rows, global + padded, config_.hidden_size},
+                           at::TensorOptions().dtype(activations_));
+  std::vector<int64_t> global_ids(static_cast<size_t>(global));
+  for (int64_t g = 0; g < global; ++g) global_ids[g] = g;
   for (int64_t row = 0; row < rows; ++row) {
-    x[row].narrow(0, (*positions)[row], x.size(1) - (*positions)[row]).zero_();
+    EmbedRows(weights_.global_embeddings, global_ids.data(), nullptr, nullptr, global,
+              x[row].narrow(0, 0, global));
+    EmbedRows(weights_.word_embeddings, ids[row].data_ptr<int64_t>(),
+              token_positions[row].data_ptr<int64_t>(), token_types[row].data_ptr<int64_t>(),
+              lengths[row], x[row].narrow(0, global, lengths[row]));
   }
   return x;
 }
@@ -226,17 +265,15 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
   try {
     c10::InferenceMode inference_mode;
     std::vector<ItemAttentionCost> item_costs;
-    at::Tensor x = Embed(ids, types, output.lengths);
     // Real positions per row: the tokens, plus LSG's global tokens.
-    std::vector<int64_t> positions = output.lengths;
+    std::vector<int64_t> positions;
+    at::Tensor x;
     if (config_.lsg.has_value()) {
-      positions.clear();
-      x = AddGlobalTokens(x, batch, output.lengths, &positions);
+      x = EmbedWithGlobalTokens(ids, types, batch, output.lengths, &positions);
     } else {
-      x = at::layer_norm(x, {config_.hidden_size}, weights_.embedding_norm_weight,
-                         weights_.embedding_norm_bias, config_.layer_norm_eps);
+      x = Embed(ids, types, output.lengths);
+      positions = output.lengths;
     }
-    x = x.to(activations_);
     for (int layer = 0; layer < config_.num_layers; ++layer) {
       x = Layer(x, layers_[layer], positions, batch.attention_options, layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {

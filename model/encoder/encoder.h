@@ -109,14 +109,23 @@ class Encoder {
   int64_t max_sequence_length() const;
 
  private:
+  // [batch, seq] position ids: 0.. (BERT, DistilBERT), or RoBERTa's from
+  // padding_idx + 1 on real tokens.
+  at::Tensor PositionIds(const at::Tensor& ids, const std::vector<int64_t>& lengths) const;
+  // out[r] = LayerNorm(table[ids[r]] + position[positions[r]] + token_type[types[r]])
+  // for `rows` rows of `out` ([rows, h], rows contiguous), in out's type
+  // (kernels/embedding_layer_norm); null positions or types leave that term out.
+  void EmbedRows(const at::Tensor& table, const int64_t* ids, const int64_t* positions,
+                 const int64_t* types, int64_t rows, at::Tensor out) const;
+  // The normalised embeddings [batch, seq, h] in the activations' type.
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& token_types,
                    const std::vector<int64_t>& lengths) const;
-  // LSG: global tokens in front, adaptive padding; returns [batch, global +
-  // padded, h] and sets `positions` to each row's real positions (global
-  // tokens included).
-  at::Tensor AddGlobalTokens(const at::Tensor& token_embeddings, const EncoderBatch& batch,
-                             const std::vector<int64_t>& lengths,
-                             std::vector<int64_t>* positions) const;
+  // LSG: the normalised global embeddings in front, then the tokens', then
+  // zeros to the adaptive padding; returns [batch, global + padded, h] and
+  // sets `positions` to each row's real positions (global tokens included).
+  at::Tensor EmbedWithGlobalTokens(const at::Tensor& ids, const at::Tensor& token_types,
+                                   const EncoderBatch& batch, const std::vector<int64_t>& lengths,
+                                   std::vector<int64_t>* positions) const;
   at::Tensor Layer(const at::Tensor& x, const EncoderLayer& w, const std::vector<int64_t>& lengths,
                    const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;

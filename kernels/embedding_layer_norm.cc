@@ -1,0 +1,125 @@
+#include "kernels/embedding_layer_norm.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/bf16.h"
+#include "kernels/cpu_features.h"
+#include "kernels/row_scratch.h"
+
+// GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace docsparse {
+namespace {
+
+#define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// The row's three table rows (null where a table is absent).
+struct SourceRows {
+  const float* word;
+  const float* position;
+  const float* token_type;
+};
+
+SourceRows RowsOf(const EmbeddingLayerNormParams& p, int64_t row) {
+  return {p.word + p.ids[row] * p.width,
+          p.position == nullptr ? nullptr : p.position + p.positions[row] * p.width,
+          p.token_type == nullptr ? nullptr : p.token_type + p.types[row] * p.width};
+}
+
+DOCSPARSE_AVX512 void NormalizeRowAvx512(const EmbeddingLayerNormParams& p, int64_t row,
+                                         float* sum_row) {
+  const int64_t width = p.width;
+  const SourceRows source = RowsOf(p, row);
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    __m512 v = _mm512_maskz_loadu_ps(mask, source.word + c);
+    if (source.position != nullptr) {
+      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, source.position + c));
+    }
+    if (source.token_type != nullptr) {
+      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, source.token_type + c));
+    }
+    _mm512_mask_storeu_ps(sum_row + c, mask, v);
+    total = _mm512_add_ps(total, v);  // masked-off lanes loaded as 0
+  }
+  const float mean = _mm512_reduce_add_ps(total) / static_cast<float>(width);
+  const __m512 mean16 = _mm512_set1_ps(mean);
+  __m512 squares = _mm512_setzero_ps();
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred =
+        _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
+    squares = _mm512_fmadd_ps(centred, centred, squares);
+  }
+  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
+  const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + p.eps));
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
+    const __m512 y =
+        _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
+                        _mm512_maskz_loadu_ps(mask, p.beta + c));
+    if (p.out_bf16) {
+      StoreBf16x16(static_cast<uint16_t*>(p.out) + row * p.out_stride + c, y, mask);
+    } else {
+      _mm512_mask_storeu_ps(static_cast<float*>(p.out) + row * p.out_stride + c, mask, y);
+    }
+  }
+}
+
+void NormalizeRowPortable(const EmbeddingLayerNormParams& p, int64_t row, float* sum_row) {
+  const int64_t width = p.width;
+  const SourceRows source = RowsOf(p, row);
+  double total = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    float v = source.word[c];
+    if (source.position != nullptr) v += source.position[c];
+    if (source.token_type != nullptr) v += source.token_type[c];
+    sum_row[c] = v;
+    total += v;
+  }
+  const float mean = static_cast<float>(total / static_cast<double>(width));
+  double squares = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    const float centred = sum_row[c] - mean;
+    squares += static_cast<double>(centred) * centred;
+  }
+  const float variance = static_cast<float>(squares / static_cast<double>(width));
+  const float scale = 1.0f / std::sqrt(variance + p.eps);
+  for (int64_t c = 0; c < width; ++c) {
+    const float y = (sum_row[c] - mean) * scale * p.gamma[c] + p.beta[c];
+    if (p.out_bf16) {
+      static_cast<uint16_t*>(p.out)[row * p.out_stride + c] = FloatToBf16(y);
+    } else {
+      static_cast<float*>(p.out)[row * p.out_stride + c] = y;
+    }
+  }
+}
+
+using RowFunction = void (*)(const EmbeddingLayerNormParams&, int64_t, float*);
+
+void RunRows(RowFunction row_function, const EmbeddingLayerNormParams& p, int64_t row_begin,
+             int64_t row_end) {
+  RowScratch sum_row(p.width);
+  for (int64_t row = row_begin; row < row_end; ++row) row_function(p, row, sum_row.data());
+}
+
+}  // namespace
+
+void EmbeddingLayerNormRowsPortable(const EmbeddingLayerNormParams& params, int64_t row_begin,
+                                    int64_t row_end) {
+  RunRows(NormalizeRowPortable, params, row_begin, row_end);
+}
+
+void EmbeddingLayerNormRows(const EmbeddingLayerNormParams& params, int64_t row_begin,
+                            int64_t row_end) {
+  static const bool avx512 = HostCpuFeatures().avx512bw_vl;
+  RunRows(avx512 ? NormalizeRowAvx512 : NormalizeRowPortable, params, row_begin, row_end);
+}
+
+}  // namespace docsparse
