@@ -132,67 +132,19 @@ DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int64_t value_
 }
 
 // scores[i][j] = q[16r + i]·k[j] for row tile r and the tile's padded keys.
-//
-// A tile product takes ~16 cycles to issue but several times that to finish,
-// and storing its accumulator waits for it: one accumulator per 16 keys,
-// stored before the next starts, left the tile unit idle most of the time
-// (perf: the store's successor held half the samples). So heads of 32 and 64
-// keep three and two groups of 16 keys in flight, in tile registers the
-// query leaves free; longer heads have no free registers for it.
+// (Keeping two or three score tiles in flight measured no faster: the stores
+// wait on L1, not on the products.)
 DOCSPARSE_AMX void Scores(Scratch& s, int32_t r, int32_t padded_keys, int32_t head_dim) {
   const int32_t depth_tiles = head_dim / kDepth;
   const int64_t q_stride = head_dim * static_cast<int64_t>(sizeof(uint16_t));
   const int64_t score_stride = kKeyTile * static_cast<int64_t>(sizeof(float));
   const uint16_t* q = s.q.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
-  const int64_t group_values = static_cast<int64_t>(depth_tiles) * kPackedTile;
-  const uint16_t* packed = s.k_packed.data();
-  float* scores = s.scores.data();
-  const int32_t groups = padded_keys / 16;
-  int32_t c = 0;
   _tile_loadd(1, q, q_stride);
-  if (depth_tiles == 1) {
-    // q in 1; accumulators 0, 2, 3; keys in 5, 6, 7.
-    for (; c + 3 <= groups; c += 3) {
-      const uint16_t* k = packed + c * group_values;
-      _tile_zero(0);
-      _tile_zero(2);
-      _tile_zero(3);
-      _tile_loadd(5, k, kTileBytes);
-      _tile_loadd(6, k + group_values, kTileBytes);
-      _tile_loadd(7, k + 2 * group_values, kTileBytes);
-      _tile_dpbf16ps(0, 1, 5);
-      _tile_dpbf16ps(2, 1, 6);
-      _tile_dpbf16ps(3, 1, 7);
-      _tile_stored(0, scores + c * 16, score_stride);
-      _tile_stored(2, scores + (c + 1) * 16, score_stride);
-      _tile_stored(3, scores + (c + 2) * 16, score_stride);
-    }
-  } else if (depth_tiles == 2) {
-    // q in 1, 2; accumulators 0, 3; keys in 5, 6 and 7, 4.
-    _tile_loadd(2, q + kDepth, q_stride);
-    for (; c + 2 <= groups; c += 2) {
-      const uint16_t* k = packed + c * group_values;
-      _tile_zero(0);
-      _tile_zero(3);
-      _tile_loadd(5, k, kTileBytes);
-      _tile_loadd(6, k + kPackedTile, kTileBytes);
-      _tile_loadd(7, k + group_values, kTileBytes);
-      _tile_loadd(4, k + group_values + kPackedTile, kTileBytes);
-      _tile_dpbf16ps(0, 1, 5);
-      _tile_dpbf16ps(3, 1, 7);
-      _tile_dpbf16ps(0, 2, 6);
-      _tile_dpbf16ps(3, 2, 4);
-      _tile_stored(0, scores + c * 16, score_stride);
-      _tile_stored(3, scores + (c + 1) * 16, score_stride);
-    }
-  } else {
-    _tile_loadd(2, q + kDepth, q_stride);
-    if (depth_tiles > 2) _tile_loadd(3, q + 2 * kDepth, q_stride);
-    if (depth_tiles > 3) _tile_loadd(4, q + 3 * kDepth, q_stride);
-  }
-  // One group at a time: the remainder, and every group of longer heads.
-  for (; c < groups; ++c) {
-    const uint16_t* k = packed + c * group_values;
+  if (depth_tiles > 1) _tile_loadd(2, q + kDepth, q_stride);
+  if (depth_tiles > 2) _tile_loadd(3, q + 2 * kDepth, q_stride);
+  if (depth_tiles > 3) _tile_loadd(4, q + 3 * kDepth, q_stride);
+  for (int32_t c = 0; c < padded_keys / 16; ++c) {
+    const uint16_t* k = s.k_packed.data() + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
     _tile_zero(0);
     _tile_loadd(5, k, kTileBytes);
     _tile_dpbf16ps(0, 1, 5);
@@ -208,7 +160,7 @@ DOCSPARSE_AMX void Scores(Scratch& s, int32_t r, int32_t padded_keys, int32_t he
       _tile_loadd(5, k + 3 * kPackedTile, kTileBytes);
       _tile_dpbf16ps(0, 4, 5);
     }
-    _tile_stored(0, scores + c * 16, score_stride);
+    _tile_stored(0, s.scores.data() + c * 16, score_stride);
   }
 }
 
@@ -275,9 +227,7 @@ DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t r, int32_t key
 }
 
 // acc += probs · v over the tile for row tile r, four 16-column accumulators
-// at a time. Each accumulator is a chain of dependent tile products, so heads
-// of 32 (two accumulators) split the keys in two halves, even and odd groups
-// of 32, into four accumulators, added at the end.
+// at a time.
 DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t r, int32_t padded_keys, int32_t head_dim) {
   const int32_t column_tiles = head_dim / 16;
   const int64_t acc_stride = head_dim * static_cast<int64_t>(sizeof(float));
@@ -285,47 +235,6 @@ DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t r, int32_t padded_keys, int32_
   float* acc = s.acc.data() + static_cast<int64_t>(r) * kTileRows * head_dim;
   const uint16_t* probs = s.probs.data();
   const int32_t key_chunks = padded_keys / kDepth;
-  if (column_tiles == 2) {
-    // Accumulators 0, 1 (even chunks) and 2, 3 (odd); probs in 4, 5; values in 6, 7.
-    _tile_loadd(0, acc, acc_stride);
-    _tile_loadd(1, acc + 16, acc_stride);
-    _tile_zero(2);
-    _tile_zero(3);
-    int32_t kc = 0;
-    for (; kc + 2 <= key_chunks; kc += 2) {
-      const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(kc) * 2 * kPackedTile;
-      _tile_loadd(4, probs + kc * kDepth, prob_stride);
-      _tile_loadd(6, v, kTileBytes);
-      _tile_loadd(7, v + kPackedTile, kTileBytes);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_loadd(5, probs + (kc + 1) * kDepth, prob_stride);
-      _tile_loadd(6, v + 2 * kPackedTile, kTileBytes);
-      _tile_loadd(7, v + 3 * kPackedTile, kTileBytes);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-    if (kc < key_chunks) {
-      const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(kc) * 2 * kPackedTile;
-      _tile_loadd(4, probs + kc * kDepth, prob_stride);
-      _tile_loadd(6, v, kTileBytes);
-      _tile_loadd(7, v + kPackedTile, kTileBytes);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-    }
-    alignas(64) float odd[kTileRows * 32];
-    _tile_stored(0, acc, acc_stride);
-    _tile_stored(1, acc + 16, acc_stride);
-    _tile_stored(2, odd, 32 * sizeof(float));
-    _tile_stored(3, odd + 16, 32 * sizeof(float));
-    for (int32_t i = 0; i < kTileRows; ++i) {
-      for (int32_t n = 0; n < 32; n += 16) {
-        float* a = acc + i * head_dim + n;
-        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), _mm512_load_ps(odd + i * 32 + n)));
-      }
-    }
-    return;
-  }
   for (int32_t group = 0; group < column_tiles; group += 4) {
     const int32_t columns = std::min(4, column_tiles - group);
     _tile_loadd(0, acc + group * 16, acc_stride);
