@@ -134,9 +134,10 @@ at::Tensor AmxContext(const AttentionInputs& in, float scale, int num_threads) {
 // An fp32 model on a CPU with AVX2 or AVX-512: the block-sparse executor's
 // online softmax over the same single spans, reading q, k and v in place
 // (BLAS's batched [seq x 32] products and a separate softmax ran at ~70
-// GFLOP/s).
+// GFLOP/s). Blocks of 256 queries transpose each key tile once for more rows:
+// attention alone at 512 tokens (AVX-512) ran ~15% faster than with 64.
 at::Tensor SimdContext(const AttentionInputs& in, float scale, int num_threads) {
-  const DenseOperands o(in, at::kFloat, /*block_rows=*/64);
+  const DenseOperands o(in, at::kFloat, /*block_rows=*/256);
   const AttentionParams params{o.q.data_ptr<float>(),
                                o.k.data_ptr<float>(),
                                o.v.data_ptr<float>(),
