@@ -5,9 +5,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "bench/median_ms.h"
 #include "common/cpu_runtime.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/lsg_attention.h"
@@ -36,21 +35,6 @@ ABSL_DECLARE_FLAG(bool, json);
 
 namespace docsparse::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Median milliseconds of `repeats` calls, after one warm-up call.
-double MedianMs(int repeats, const std::function<void()>& call) {
-  call();
-  std::vector<double> ms;
-  for (int i = 0; i < std::max(1, repeats); ++i) {
-    const auto start = Clock::now();
-    call();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 struct Breakdown {
   double forward_ms = 0;

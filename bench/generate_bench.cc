@@ -5,7 +5,6 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -17,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/median_ms.h"
 #include "kernels/cpu_features.h"
 #include "model/checkpoint/generation_config.h"
 #include "model/encoder/encoder.h"
@@ -37,8 +37,6 @@ ABSL_DECLARE_FLAG(bool, json);
 
 namespace docsparse::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Positive integers, or an error naming the flag and the bad value.
 absl::StatusOr<std::vector<int>> PositiveInts(const char* flag,
@@ -116,20 +114,14 @@ int RunGenerateBench() {
       generation.decoder_start_token_id = 2;
       generation.eos_token_ids.clear();  // every text runs to max_new_tokens
       generation.pad_token_id = 1;
-      absl::StatusOr<int64_t> generated = GenerateOnce(**model, batch, generation);  // warm-up
+      absl::StatusOr<int64_t> generated = 0;
+      const double ms = MedianMs(absl::GetFlag(FLAGS_repeats),
+                                 [&] { generated = GenerateOnce(**model, batch, generation); });
       if (!generated.ok()) {
         std::fprintf(stderr, "generate: %s\n", generated.status().ToString().c_str());
         return 1;
       }
-      std::vector<double> ms;
-      for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_repeats)); ++i) {
-        const auto start = Clock::now();
-        (void)GenerateOnce(**model, batch, generation);
-        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      }
-      std::sort(ms.begin(), ms.end());
-      const double per_token =
-          ms[ms.size() / 2] / static_cast<double>(std::max<int64_t>(1, *generated));
+      const double per_token = ms / static_cast<double>(std::max<int64_t>(1, *generated));
       if (absl::GetFlag(FLAGS_json)) {
         std::printf(
             "{\"impl\": \"docsparse\", \"precision\": \"fp32\", \"task\": \"summarize\", "

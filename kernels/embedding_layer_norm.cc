@@ -6,6 +6,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/layer_norm_row.h"
 #include "kernels/row_scratch.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -48,27 +49,12 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const EmbeddingLayerNormParams& p, int6
     total = _mm512_add_ps(total, v);  // masked-off lanes loaded as 0
   }
   const float mean = _mm512_reduce_add_ps(total) / static_cast<float>(width);
-  const __m512 mean16 = _mm512_set1_ps(mean);
-  __m512 squares = _mm512_setzero_ps();
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred =
-        _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
-    squares = _mm512_fmadd_ps(centred, centred, squares);
-  }
-  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
-  const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + p.eps));
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
-    const __m512 y =
-        _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
-                        _mm512_maskz_loadu_ps(mask, p.beta + c));
-    if (p.out_bf16) {
-      StoreBf16x16(static_cast<uint16_t*>(p.out) + row * p.out_stride + c, y, mask);
-    } else {
-      _mm512_mask_storeu_ps(static_cast<float*>(p.out) + row * p.out_stride + c, mask, y);
-    }
+  if (p.out_bf16) {
+    WriteLayerNormRowAvx512(sum_row, mean, width, p.gamma, p.beta, p.eps,
+                            static_cast<uint16_t*>(p.out) + row * p.out_stride);
+  } else {
+    WriteLayerNormRowAvx512(sum_row, mean, width, p.gamma, p.beta, p.eps,
+                            static_cast<float*>(p.out) + row * p.out_stride);
   }
 }
 
@@ -84,20 +70,12 @@ void NormalizeRowPortable(const EmbeddingLayerNormParams& p, int64_t row, float*
     total += v;
   }
   const float mean = static_cast<float>(total / static_cast<double>(width));
-  double squares = 0;
-  for (int64_t c = 0; c < width; ++c) {
-    const float centred = sum_row[c] - mean;
-    squares += static_cast<double>(centred) * centred;
-  }
-  const float variance = static_cast<float>(squares / static_cast<double>(width));
-  const float scale = 1.0f / std::sqrt(variance + p.eps);
-  for (int64_t c = 0; c < width; ++c) {
-    const float y = (sum_row[c] - mean) * scale * p.gamma[c] + p.beta[c];
-    if (p.out_bf16) {
-      static_cast<uint16_t*>(p.out)[row * p.out_stride + c] = FloatToBf16(y);
-    } else {
-      static_cast<float*>(p.out)[row * p.out_stride + c] = y;
-    }
+  if (p.out_bf16) {
+    WriteLayerNormRowPortable(sum_row, mean, width, p.gamma, p.beta, p.eps,
+                              static_cast<uint16_t*>(p.out) + row * p.out_stride);
+  } else {
+    WriteLayerNormRowPortable(sum_row, mean, width, p.gamma, p.beta, p.eps,
+                              static_cast<float*>(p.out) + row * p.out_stride);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/layer_norm_row.h"
 #include "kernels/row_scratch.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -31,25 +32,7 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormParams& p, int64
     total = _mm512_add_ps(total, v);  // masked-off lanes loaded as 0
   }
   const float mean = _mm512_reduce_add_ps(total) / static_cast<float>(width);
-  const __m512 mean16 = _mm512_set1_ps(mean);
-  __m512 squares = _mm512_setzero_ps();
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred =
-        _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
-    squares = _mm512_fmadd_ps(centred, centred, squares);
-  }
-  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
-  const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + p.eps));
-  uint16_t* out = p.out + row * width;
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sum_row + c), mean16);
-    const __m512 y =
-        _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, p.gamma + c),
-                        _mm512_maskz_loadu_ps(mask, p.beta + c));
-    StoreBf16x16(out + c, y, mask);
-  }
+  WriteLayerNormRowAvx512(sum_row, mean, width, p.gamma, p.beta, p.eps, p.out + row * width);
 }
 
 void NormalizeRowPortable(const ResidualLayerNormParams& p, int64_t row, float* sum_row) {
@@ -62,16 +45,7 @@ void NormalizeRowPortable(const ResidualLayerNormParams& p, int64_t row, float* 
     total += v;
   }
   const float mean = static_cast<float>(total / static_cast<double>(width));
-  double squares = 0;
-  for (int64_t c = 0; c < width; ++c) {
-    const float centred = sum_row[c] - mean;
-    squares += static_cast<double>(centred) * centred;
-  }
-  const float variance = static_cast<float>(squares / static_cast<double>(width));
-  const float scale = 1.0f / std::sqrt(variance + p.eps);
-  for (int64_t c = 0; c < width; ++c) {
-    p.out[row * width + c] = FloatToBf16((sum_row[c] - mean) * scale * p.gamma[c] + p.beta[c]);
-  }
+  WriteLayerNormRowPortable(sum_row, mean, width, p.gamma, p.beta, p.eps, p.out + row * width);
 }
 
 using RowFunction = void (*)(const ResidualLayerNormParams&, int64_t, float*);

@@ -18,7 +18,9 @@ LinearActivation InProduct(std::optional<Activation> activation) {
   return LinearActivation::kNone;
 }
 
-at::Tensor Apply(Activation activation, const at::Tensor& x) {
+}  // namespace
+
+at::Tensor ApplyActivation(const at::Tensor& x, Activation activation) {
   switch (activation) {
     case Activation::kGelu:
       return at::gelu(x);
@@ -29,8 +31,6 @@ at::Tensor Apply(Activation activation, const at::Tensor& x) {
   }
   return x;
 }
-
-}  // namespace
 
 Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
                Bias placement, std::optional<Activation> activation)
@@ -64,7 +64,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
               " input features, got ", x.size(-1));
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
   const auto activate = [this](const at::Tensor& y) {
-    return activation_.has_value() && !activation_in_product_ ? Apply(*activation_, y) : y;
+    return activation_.has_value() && !activation_in_product_ ? ApplyActivation(y, *activation_) : y;
   };
   if (!packed_) return activate(at::linear(x.to(type_), weight_, bias));
   const at::Tensor in = x.to(type_).contiguous();

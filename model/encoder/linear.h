@@ -18,6 +18,9 @@
 
 namespace docsparse {
 
+// A feed-forward activation as Hugging Face's ACT2FN computes it (LibTorch).
+at::Tensor ApplyActivation(const at::Tensor& x, Activation activation);
+
 class Linear {
  public:
   // Where the bias is added: in the product, or by the caller in a fused pass

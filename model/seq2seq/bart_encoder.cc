@@ -12,21 +12,10 @@
 #include "model/attention/lsg_planner.h"
 #include "model/checkpoint/checkpoint_tensor.h"
 #include "model/checkpoint/safetensors.h"
+#include "model/encoder/linear.h"
 #include "model/seq2seq/seq2seq_embeddings.h"
 
 namespace docsparse {
-at::Tensor ApplyActivation(const at::Tensor& x, Activation activation) {
-  switch (activation) {
-    case Activation::kGelu:
-      return at::gelu(x);
-    case Activation::kGeluNew:
-      return at::gelu(x, "tanh");
-    case Activation::kRelu:
-      return at::relu(x);
-  }
-  return x;
-}
-
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
                                                       const std::string& p, int64_t h,
                                                       int64_t ffn) {

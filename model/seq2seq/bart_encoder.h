@@ -30,9 +30,6 @@ struct BartLayerWeights {
   at::Tensor final_norm_weight, final_norm_bias;          // final_layer_norm
 };
 
-// The feed-forward activation of BART-family layers (ACT2FN).
-at::Tensor ApplyActivation(const at::Tensor& x, Activation activation);
-
 // Reads `<layer_prefix>self_attn.*`, fc1, fc2 and the two norms of one
 // layer (encoder layer, or the self-attention/FFN half of a decoder layer).
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,

@@ -1,0 +1,79 @@
+// The second half of every LayerNorm kernel here (residual_layer_norm,
+// embedding_layer_norm): given a row's fp32 values (the sum of its inputs,
+// already in a scratch row) and their mean, the variance in a second pass
+// (no cancellation) and (v - mean) / sqrt(variance + eps) · gamma + beta,
+// written as bf16 bits (rounded to nearest even) or fp32.
+//
+// The AVX-512 form carries its own target attribute (as bf16.h): callers
+// compiled for AVX-512 inline it.
+#ifndef DOCSPARSE_KERNELS_LAYER_NORM_ROW_H_
+#define DOCSPARSE_KERNELS_LAYER_NORM_ROW_H_
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace docsparse {
+
+namespace layer_norm_row {
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void Store16(uint16_t* dst, __m512 v,
+                                                                         __mmask16 mask) {
+  StoreBf16x16(dst, v, mask);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void Store16(float* dst, __m512 v,
+                                                                         __mmask16 mask) {
+  _mm512_mask_storeu_ps(dst, mask, v);
+}
+inline void Store1(uint16_t* dst, float v) { *dst = FloatToBf16(v); }
+inline void Store1(float* dst, float v) { *dst = v; }
+
+}  // namespace layer_norm_row
+
+// `Element`: uint16_t (bf16 bits) or float.
+template <typename Element>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void WriteLayerNormRowAvx512(
+    const float* row, float mean, int64_t width, const float* gamma, const float* beta, float eps,
+    Element* out) {
+  const __m512 mean16 = _mm512_set1_ps(mean);
+  __m512 squares = _mm512_setzero_ps();
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, row + c), mean16);
+    squares = _mm512_fmadd_ps(centred, centred, squares);
+  }
+  const float variance = _mm512_reduce_add_ps(squares) / static_cast<float>(width);
+  const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + eps));
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + c), mean16);
+    const __m512 y =
+        _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, gamma + c),
+                        _mm512_maskz_loadu_ps(mask, beta + c));
+    layer_norm_row::Store16(out + c, y, mask);
+  }
+}
+
+// The portable form: the variance accumulated in double.
+template <typename Element>
+inline void WriteLayerNormRowPortable(const float* row, float mean, int64_t width,
+                                      const float* gamma, const float* beta, float eps,
+                                      Element* out) {
+  double squares = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    const float centred = row[c] - mean;
+    squares += static_cast<double>(centred) * centred;
+  }
+  const float variance = static_cast<float>(squares / static_cast<double>(width));
+  const float scale = 1.0f / std::sqrt(variance + eps);
+  for (int64_t c = 0; c < width; ++c) {
+    layer_norm_row::Store1(out + c, (row[c] - mean) * scale * gamma[c] + beta[c]);
+  }
+}
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_KERNELS_LAYER_NORM_ROW_H_
