@@ -64,7 +64,8 @@ TEST(LoadGeneratorOptionsTest, UnreachableServerIsUnavailable) {
 }
 
 TEST(LoadGeneratorOptionsTest, ReadsEveryNonEmptyRegularFileInPathOrder) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "load_generator_documents";
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("load_generator_documents." + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "sub");
   std::ofstream(dir / "b.txt") << "second";
@@ -90,8 +91,7 @@ class LoadGeneratorTest : public ::testing::Test {
     ASSERT_TRUE(
         server_->Start(testing::ServerBinary(),
                        {"--host=127.0.0.1", "--port=0", "--metrics_port=0",
-                        "--model_repository=" + testing::MiniLmOnlyRepository(),
-                        "--threads=2"}))
+                        "--model_repository=" + testing::MiniLmOnlyRepository(), "--threads=2"}))
         << server_->output();
   }
 

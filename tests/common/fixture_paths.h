@@ -4,6 +4,7 @@
 #define DOCSPARSE_TESTS_COMMON_FIXTURE_PATHS_H_
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,9 @@ inline ::testing::AssertionResult MiniLmPresent() {
 // folder is a symlink, nothing is copied.
 inline std::string MiniLmOnlyRepository() {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "docsparse-minilm-only";
+  // Per process: tests run as separate processes at once.
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("docsparse-minilm-only." + std::to_string(getpid()));
   fs::create_directories(dir);
   if (!fs::exists(dir / "minilm")) fs::create_directory_symlink(MiniLmDir(), dir / "minilm");
   return dir.string();
