@@ -240,9 +240,10 @@ absl::StatusOr<ResolvedLsgFields> ResolveLsgFields(const json& config, const Lsg
   if (f.block_size < 1) {
     return Invalid(absl::StrFormat("--block-size: %d must be at least 1", f.block_size));
   }
-  if (f.sparse_block_size < 1) {
+  // 0 is the reference's "local attention only": no sparse keys at all.
+  if (f.sparse_block_size < 0) {
     return Invalid(
-        absl::StrFormat("--sparse-block-size: %d must be at least 1", f.sparse_block_size));
+        absl::StrFormat("--sparse-block-size: %d must not be negative", f.sparse_block_size));
   }
   if (f.sparsity_factor < 1) {
     return Invalid(absl::StrFormat("--sparsity-factor: %d must be at least 1", f.sparsity_factor));

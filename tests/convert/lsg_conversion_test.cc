@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "convert/model_files.h"
+#include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/fixture_paths.h"
@@ -348,6 +349,7 @@ TEST(LsgConversionErrorsTest, ChecksTheLsgSettingsAsTheLsgConfigDoes) {
       {[](LsgOptions& o) { o.num_global_tokens = 0; }, "--num-global-tokens: 0 is out of range"},
       {[](LsgOptions& o) { o.num_global_tokens = 513; }, "out of range [1, 512]"},
       {[](LsgOptions& o) { o.block_size = 0; }, "--block-size"},
+      {[](LsgOptions& o) { o.sparse_block_size = -1; }, "--sparse-block-size: -1 must not be"},
       {[](LsgOptions& o) {
          o.mask_first_token = true;
          o.pool_with_global = false;
@@ -365,6 +367,23 @@ TEST(LsgConversionErrorsTest, ChecksTheLsgSettingsAsTheLsgConfigDoes) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
   }
+}
+
+// The reference converter accepts sparse_block_size 0: local and global
+// attention only, no sparse keys. The model it writes loads as such.
+TEST(LsgSparsityTest, SparseBlockSizeZeroMeansLocalAttentionOnly) {
+  testing::TempDir out;
+  LsgOptions options = Length(1024);
+  options.sparse_block_size = 0;
+  absl::StatusOr<LsgFolderSummary> summary =
+      ConvertLsgFolder(testing::LsgFixture("bert/input"), out.path(), options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(ReadJson(out.Join("config.json"))["sparse_block_size"], 0);
+  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(out.Join("config.json"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->lsg.has_value());
+  EXPECT_EQ(config->lsg->sparse_block_size, 0);
+  EXPECT_FALSE(config->lsg->HasSparseKeys());
 }
 
 TEST(LsgConversionErrorsTest, NamesUnsupportedModelTypesAndMissingTokens) {
