@@ -38,6 +38,7 @@ void CostAccount::AddAttention(int layer, const ItemAttentionCost& cost) {
                                         : static_cast<double>(cost.head_edges[head]);
   }
   planner_flops_ += cost.planner_flops;
+  raised_to_floor_ = raised_to_floor_ || cost.raised_to_floor;
 }
 
 void CostAccount::Merge(const CostAccount& other) {
@@ -51,6 +52,7 @@ void CostAccount::Merge(const CostAccount& other) {
   sequences_ += other.sequences_;
   linear_flops_ += other.linear_flops_;
   planner_flops_ += other.planner_flops_;
+  raised_to_floor_ = raised_to_floor_ || other.raised_to_floor_;
 }
 
 int64_t CostAccount::HeadEdges(int layer, int head) const {

@@ -42,6 +42,9 @@ struct ItemAttentionCost {
   // Sampling planners (SBM): the expected edges per head before sampling;
   // empty for deterministic planners, whose expectation is head_edges.
   std::vector<double> head_expected_edges;
+  // The request's budget asked for a plan below the planner's floor (its
+  // cheapest admissible plan), and the floor ran instead.
+  bool raised_to_floor = false;
 };
 
 // Accumulates one request's cost. Not thread-safe; one per request.
@@ -78,6 +81,9 @@ class CostAccount {
   double LinearFlops() const { return linear_flops_; }
   double TotalFlops() const { return linear_flops_ + AttentionFlops(); }
   double DenseEquivalentFlops() const;
+  // Whether any layer ran its planner's floor instead of what the budget
+  // asked (ItemAttentionCost::raised_to_floor).
+  bool raised_to_floor() const { return raised_to_floor_; }
 
  private:
   EncoderShape shape_;
@@ -90,6 +96,7 @@ class CostAccount {
   int64_t sequences_ = 0;
   double linear_flops_ = 0;
   double planner_flops_ = 0;
+  bool raised_to_floor_ = false;
 };
 
 }  // namespace docsparse

@@ -65,9 +65,10 @@ class SbmAttention final : public AttentionMechanism {
       const SbmMembershipLogits logits = ComputeSbmMembershipLogits(
           layer, query[b].slice(1, 0, tokens), key[b].slice(1, 0, tokens));
       SbmLayerPlanner planner(logits, block);
-      const SbmLayerDecision decision =
-          planner.Decide({options.edge_regularization, options.target_density},
-                         SbmLayerKey(options.seed, in.layer));
+      const SbmLayerDecision decision = planner.Decide(
+          {options.edge_regularization, options.target_density, kSbmMinEdgesPerQuery},
+          SbmLayerKey(options.seed, in.layer));
+      cost.raised_to_floor = decision.raised_to_floor;
       int64_t multigraph_edges = 0;
       for (int64_t h = 0; h < heads; ++h) {
         const SbmHeadEdges edges = planner.SampleHead(static_cast<int>(h));
@@ -111,6 +112,16 @@ class SbmAttention final : public AttentionMechanism {
 std::unique_ptr<AttentionMechanism> MakeSbmAttention(
     std::shared_ptr<const SbmParameters> parameters, SbmAttentionOptions options) {
   return std::make_unique<SbmAttention>(std::move(parameters), options);
+}
+
+double SbmFloorDensity(const std::vector<int64_t>& tokens) {
+  double floor_edges = 0, pairs = 0;
+  for (const int64_t n : tokens) {
+    const double square = static_cast<double>(n) * static_cast<double>(n);
+    floor_edges += std::min(kSbmMinEdgesPerQuery * static_cast<double>(n), square);
+    pairs += square;
+  }
+  return pairs > 0 ? floor_edges / pairs : 0;
 }
 
 uint64_t SbmSeedFromRequestId(std::string_view request_id) {

@@ -21,13 +21,15 @@
 //   head_expected_edges[h]  Σ_ij (1 − e^(−p_ij)) at the chosen β, the
 //                           expectation of head_edges before sampling;
 //   planner_flops           SbmPlannerFlops (model/attention/sbm_planner.h):
-//                           memberships, β solve, tables, sampling.
+//                           memberships, β solve, tables, sampling;
+//   raised_to_floor         the budget asked for less than the floor below.
 #ifndef DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
 #define DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
 
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "model/attention/attention.h"
 #include "model/attention/cost_model.h"
@@ -49,6 +51,22 @@ struct SbmAttentionOptions {
 // match them.
 std::unique_ptr<AttentionMechanism> MakeSbmAttention(
     std::shared_ptr<const SbmParameters> parameters, SbmAttentionOptions options = {});
+
+// SBM's floor (the cheapest plan it admits; DESIGN.md "Budgets"): a
+// budget's β or density target that would leave fewer expected distinct
+// edges than this per query (per head, on average) is raised to it, and the
+// cost report says the budget was not met. Below it rows go empty (a row
+// with no edge outputs zeros) and the layer computes next to nothing: at
+// max_density 1e-9 an embedding came out at cosine 0.43 to the unbudgeted
+// one. 4 leaves ~2% of rows empty (e^-4), and is 0.8% of a 512-token
+// window's pairs: below the 1% where calibrated MiniLM-SBM still keeps a
+// cosine of 0.62 (docs/BENCHMARKS.md, SBM calibration), so the budgets that
+// table measures all stay admissible.
+inline constexpr double kSbmMinEdgesPerQuery = 4;
+
+// The mean density SBM's floor plans for sequences of `tokens` real tokens:
+// Σ min(4·n, n²) / Σ n². A max_density below it cannot be met.
+double SbmFloorDensity(const std::vector<int64_t>& tokens);
 
 // A sampling seed from a request id when the request brings none (FNV-1a
 // then a 64-bit mix): stable across processes and versions.

@@ -169,15 +169,30 @@ double SbmLayerPlanner::BuildSamplers(double beta, int round, SbmLayerDecision* 
 SbmLayerDecision SbmLayerPlanner::Decide(const SbmBudget& budget, uint64_t layer_key) {
   layer_key_ = layer_key;
   SbmLayerDecision decision;
+  const double pairs = static_cast<double>(tokens_) * static_cast<double>(tokens_);
+  // The floor in expected distinct edges over all heads (never above dense).
+  const double floor =
+      std::min(budget.min_edges_per_query * static_cast<double>(tokens_), pairs) * heads_;
+  double target = budget.target_density * pairs * heads_;
   if (!(budget.target_density > 0)) {
     BuildSamplers(budget.edge_regularization, 0, &decision);
-    PrepareSamplers();
-    return decision;
+    // β as asked, unless it leaves fewer edges than the floor: then the
+    // densest β that stays at the floor (solved below).
+    if (!(decision.ExpectedEdges() < floor) || budget.edge_regularization <= 0) {
+      PrepareSamplers();
+      return decision;
+    }
+    decision.raised_to_floor = true;
+    target = floor;
   }
-  const double pairs = static_cast<double>(tokens_) * static_cast<double>(tokens_);
-  const double target = budget.target_density * pairs * heads_;
   Evaluation at_zero = Evaluate(0);
-  decision.membership_passes = 1;
+  ++decision.membership_passes;
+  // A target below the floor is raised to it, where that changes the plan
+  // (a model sparser than the target at β = 0 runs β = 0 either way).
+  if (target < floor && at_zero.edges > target) {
+    decision.raised_to_floor = true;
+    target = floor;
+  }
   double goal = target;
   double beta = 0;
   for (int round = 0; round < kMaxRounds; ++round) {

@@ -48,6 +48,12 @@ struct SbmBudget {
   // · tokens²)) is at most this; β >= 0 is solved and edge_regularization is
   // ignored. A model sparser than the target at β = 0 keeps β = 0.
   double target_density = 0;
+  // The floor (DESIGN.md "Budgets": every planner's cheapest admissible
+  // plan): a β or target that leaves fewer expected distinct edges than this
+  // many per query (per head, on average over heads; at most every key) is
+  // raised to it. A row with no edge outputs zeros, so below a few edges per
+  // query the layer computes next to nothing.
+  double min_edges_per_query = 0;
 };
 
 // What the planner chose for the layer, before any head is sampled.
@@ -62,6 +68,9 @@ struct SbmLayerDecision {
   int membership_passes = 0;
   int table_builds = 0;
   int64_t importance_samples = 0;
+  // The budget's β or target left fewer edges than its floor, and the floor
+  // ran instead.
+  bool raised_to_floor = false;
 
   double ExpectedEdges() const;
   double ExpectedDensity(int64_t tokens) const;

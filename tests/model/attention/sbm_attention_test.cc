@@ -46,7 +46,7 @@ class SbmAttentionTest : public ::testing::Test {
     const SbmMembershipLogits logits = ComputeSbmMembershipLogits(
         parameters_->layer(in.layer), in.query[b].slice(1, 0, n), in.key[b].slice(1, 0, n));
     SbmLayerPlanner planner(logits, parameters_->block_matrix(in.layer));
-    planner.Decide({options.edge_regularization, options.target_density},
+    planner.Decide({options.edge_regularization, options.target_density, kSbmMinEdgesPerQuery},
                    SbmLayerKey(options.seed, in.layer));
     at::Tensor mask = at::zeros({kHeads, n, n}, at::kBool);
     for (int h = 0; h < kHeads; ++h) {
@@ -148,7 +148,8 @@ TEST_F(SbmAttentionTest, SeedsDecideThePlan) {
 }
 
 TEST_F(SbmAttentionTest, CostsOrderAsBudgets) {
-  const int64_t n = 240;
+  // Long enough that 1% is above SBM's floor of 4 edges per query (0.8%).
+  const int64_t n = 512;
   std::vector<ItemAttentionOptions> options(3);
   const double targets[] = {0.01, 0.05, 0.15};
   for (int i = 0; i < 3; ++i) {

@@ -289,6 +289,43 @@ TEST_F(SbmPlannerTest, EdgeRegularizationMakesGraphsSparser) {
   }
 }
 
+// A budget below the floor (min_edges_per_query) runs the floor instead and
+// says so; at or above it, or at β = 0, the budget runs as asked.
+TEST_F(SbmPlannerTest, BudgetsBelowTheFloorRunTheFloor) {
+  const int heads = 2;
+  const int64_t n = 400;
+  const Problem problem = MakeProblem(heads, n, 16, 0.5, 1.0, 0.5, 81);
+  const double floor_edges = 8.0 * n * heads;
+  for (const SbmBudget& budget :
+       {SbmBudget{0, 1e-9, 8}, SbmBudget{1e300, 0, 8}, SbmBudget{60.0, 0, 8}}) {
+    SbmLayerDecision decision;
+    int64_t edges = 0;
+    for (const SbmHeadEdges& head : PlanAll(problem, budget, 5, &decision)) {
+      ExpectWellFormed(head, n);
+      edges += head.edges();
+    }
+    EXPECT_TRUE(decision.raised_to_floor) << budget.edge_regularization;
+    EXPECT_NEAR(decision.ExpectedEdges() / floor_edges, 1, 0.02) << budget.edge_regularization;
+    // Realised: within 10% of the floor (3,200 expected edges per head).
+    EXPECT_NEAR(static_cast<double>(edges) / floor_edges, 1, 0.1) << budget.edge_regularization;
+  }
+  // Without a floor, the same β computes next to nothing.
+  SbmLayerDecision unfloored;
+  int64_t edges = 0;
+  for (const SbmHeadEdges& head : PlanAll(problem, {60.0, 0, 0}, 5, &unfloored)) {
+    edges += head.edges();
+  }
+  EXPECT_FALSE(unfloored.raised_to_floor);
+  EXPECT_LT(static_cast<double>(edges), 0.01 * floor_edges);
+  // Budgets above the floor, and β = 0, are untouched.
+  for (const SbmBudget& budget : {SbmBudget{0, 0.05, 8}, SbmBudget{0, 0, 8}}) {
+    SbmLayerDecision decision;
+    PlanAll(problem, budget, 5, &decision);
+    EXPECT_FALSE(decision.raised_to_floor) << budget.target_density;
+    EXPECT_GT(decision.ExpectedEdges(), floor_edges);
+  }
+}
+
 TEST_F(SbmPlannerTest, SingleTokenAndVanishingMemberships) {
   const Problem one = MakeProblem(2, 1, 8, 0.0, 1.0, 1.0, 71);
   for (const SbmHeadEdges& head : PlanAll(one, {0, 0}, 1)) ExpectWellFormed(head, 1);
