@@ -14,6 +14,7 @@
 #include "model/attention/lsg_planner.h"
 #include "model/encoder/bias_gelu.h"
 #include "model/encoder/linear_precision.h"
+#include "model/encoder/live_rows.h"
 #include "model/encoder/residual_layer_norm.h"
 
 namespace docsparse {
@@ -33,10 +34,9 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
   // The embedding tables as kernels/embedding_layer_norm reads them.
-  for (at::Tensor* table :
-       {&weights_.word_embeddings, &weights_.position_embeddings, &weights_.token_type_embeddings,
-        &weights_.global_embeddings, &weights_.embedding_norm_weight,
-        &weights_.embedding_norm_bias}) {
+  for (at::Tensor* table : {&weights_.word_embeddings, &weights_.position_embeddings,
+                            &weights_.token_type_embeddings, &weights_.global_embeddings,
+                            &weights_.embedding_norm_weight, &weights_.embedding_norm_bias}) {
     if (table->defined()) *table = table->to(at::kFloat).contiguous();
   }
   // The feed-forward's activation runs inside its first product (a oneDNN
@@ -47,15 +47,15 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   const std::optional<Activation> intermediate_activation =
       fused_bias_gelu() ? std::nullopt : std::optional<Activation>(config_.activation);
   for (const EncoderLayerWeights& w : weights_.layers) {
-    layers_.push_back(EncoderLayer{
-        Linear(w.qkv_weight, w.qkv_bias, precision_),
-        Linear(w.output_weight, w.output_bias, precision_),
-        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias,
-               intermediate_activation),
-        Linear(w.ffn_output_weight, w.ffn_output_bias, precision_),
-        // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
-        w.attention_norm_weight.to(at::kFloat), w.attention_norm_bias.to(at::kFloat),
-        w.output_norm_weight.to(at::kFloat), w.output_norm_bias.to(at::kFloat)});
+    layers_.push_back(
+        EncoderLayer{Linear(w.qkv_weight, w.qkv_bias, precision_),
+                     Linear(w.output_weight, w.output_bias, precision_),
+                     Linear(w.intermediate_weight, w.intermediate_bias, precision_,
+                            intermediate_bias, intermediate_activation),
+                     Linear(w.ffn_output_weight, w.ffn_output_bias, precision_),
+                     // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
+                     w.attention_norm_weight.to(at::kFloat), w.attention_norm_bias.to(at::kFloat),
+                     w.output_norm_weight.to(at::kFloat), w.output_norm_bias.to(at::kFloat)});
   }
   weights_.layers.clear();
 }
@@ -274,10 +274,20 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
       x = Embed(ids, types, output.lengths);
       positions = output.lengths;
     }
+    // The rows still computing: live[r] is the batch row x's row r holds.
+    // Abandoned rows leave before a layer; the rest keep their order.
+    LiveRows live(batch.attention_options, row_costs, std::move(positions));
     for (int layer = 0; layer < config_.num_layers; ++layer) {
-      x = Layer(x, layers_[layer], positions, batch.attention_options, layer, &item_costs);
-      for (size_t row = 0; row < row_costs.size(); ++row) {
-        if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
+      if (batch.abandoned) {
+        const std::vector<int64_t> keep = live.Kept(batch.abandoned);
+        if (keep.empty()) {
+          return absl::CancelledError("every sequence of the batch was abandoned");
+        }
+        if (keep.size() < live.size()) x = live.Keep(keep, x);
+      }
+      x = Layer(x, layers_[layer], live.positions, live.options, layer, &item_costs);
+      for (size_t row = 0; row < live.costs.size(); ++row) {
+        if (live.costs[row] != nullptr) live.costs[row]->AddAttention(layer, item_costs[row]);
       }
     }
     const int64_t run_length = x.size(1);
@@ -286,9 +296,9 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
       if (config_.lsg->pool_with_global) x.select(1, global).copy_(x.select(1, 0));
       x = x.narrow(1, global, static_cast<int64_t>(longest));
     }
-    output.hidden = x.to(at::kFloat);
-    for (size_t row = 0; row < row_costs.size(); ++row) {
-      if (row_costs[row] != nullptr) row_costs[row]->AddSequence(positions[row], run_length);
+    output.hidden = live.Scatter(x.to(at::kFloat), rows);
+    for (size_t row = 0; row < live.costs.size(); ++row) {
+      if (live.costs[row] != nullptr) live.costs[row]->AddSequence(live.positions[row], run_length);
     }
   } catch (const c10::Error& error) {
     return absl::InternalError(

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ struct EncoderBatch {
   std::vector<std::vector<int32_t>> token_types;
   // Per sequence, what its request's budget chose; empty means defaults.
   std::vector<ItemAttentionOptions> attention_options;
+  // Optional: whether nobody waits any more for sequence i's result (its
+  // client left, its deadline passed). Polled before every layer, so that
+  // abandoned work stops within one layer: the encoder drops such rows from
+  // the batch (their output rows are zeros, their costs stop growing), and
+  // stops with CANCELLED once every row is gone. Encoders that cannot drop
+  // single rows (the seq2seq encoder) stop only when all are gone.
+  std::function<bool(size_t sequence)> abandoned;
 };
 
 struct EncoderOutput {
@@ -93,7 +101,8 @@ class Encoder {
   // Runs the sequences as one right-padded batch. Adds sequence i's cost to
   // row_costs[i] (entries may be null or repeat; an empty vector counts
   // nothing). InvalidArgument for an empty batch, an empty or too long
-  // sequence, an id outside the vocabulary, or row_costs of the wrong size.
+  // sequence, an id outside the vocabulary, or row_costs of the wrong size;
+  // Cancelled when batch.abandoned says every sequence was abandoned.
   absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
                                         const std::vector<CostAccount*>& row_costs) const;
   // Every sequence's cost to `cost` (may be null).

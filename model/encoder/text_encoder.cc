@@ -49,11 +49,12 @@ absl::StatusOr<DocumentWindows> TextEncoder::Windows(const std::vector<int32_t>&
 
 absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
     const std::vector<std::vector<int32_t>>& sequences, const std::vector<CostAccount*>& row_costs,
-    const std::vector<ItemAttentionOptions>& attention) const {
+    const std::vector<ItemAttentionOptions>& attention,
+    const std::function<bool(size_t sequence)>& abandoned) const {
   const int64_t hidden = encoder_.config().hidden_size;
   const int64_t count = static_cast<int64_t>(sequences.size());
-  PooledSequences pooled{at::empty({count, hidden}, at::kFloat),
-                         at::empty({count, hidden}, at::kFloat)};
+  PooledSequences pooled{at::zeros({count, hidden}, at::kFloat),
+                         at::zeros({count, hidden}, at::kFloat)};
   if (!row_costs.empty() && row_costs.size() != sequences.size()) {
     return absl::InvalidArgumentError("row_costs: one entry per sequence expected");
   }
@@ -65,6 +66,10 @@ absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sequences[a].size() < sequences[b].size(); });
+  // Sequences nobody waits for leave before their forward batch forms.
+  if (abandoned) {
+    order.erase(std::remove_if(order.begin(), order.end(), abandoned), order.end());
+  }
   c10::InferenceMode inference_mode;
   for (size_t first = 0, last = 0; first < order.size(); first = last) {
     // At most max_batch_size sequences, and none over 4x the shortest: a
@@ -82,7 +87,15 @@ absl::StatusOr<PooledSequences> TextEncoder::EncodeSequences(
       costs.push_back(row_costs.empty() ? nullptr : row_costs[order[i]]);
       if (!attention.empty()) batch.attention_options.push_back(attention[order[i]]);
     }
-    ASSIGN_OR_RETURN(EncoderOutput output, encoder_.Forward(batch, costs));
+    if (abandoned) {
+      batch.abandoned = [&abandoned, &order, first](size_t row) {
+        return abandoned(order[first + row]);
+      };
+    }
+    absl::StatusOr<EncoderOutput> forward = encoder_.Forward(batch, costs);
+    // Every sequence of this forward batch was abandoned while it ran.
+    if (abandoned && absl::IsCancelled(forward.status())) continue;
+    ASSIGN_OR_RETURN(EncoderOutput output, std::move(forward));
     const at::Tensor mean = Pool(output.hidden, output.lengths, PoolingMode::kMean);
     const at::Tensor cls = Pool(output.hidden, output.lengths, PoolingMode::kCls);
     for (size_t i = first; i < last; ++i) {

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,16 @@ class TextEncoder {
   // max_batch_size sequences each, none over 4x the batch's shortest), adding sequence i's cost to
   // row_costs[i] (empty: not counted). Requests batched together pass their sequences here at once,
   // with each sequence's attention options (empty: defaults).
+  //
+  // `abandoned` (may be empty) says whether nobody waits for sequence i any
+  // more; it is polled before each forward batch and each layer, and such
+  // sequences stop computing (EncoderBatch::abandoned). Their pooled rows
+  // are zeros: the caller answers their requests without them.
   absl::StatusOr<PooledSequences> EncodeSequences(
       const std::vector<std::vector<int32_t>>& sequences,
       const std::vector<CostAccount*>& row_costs,
-      const std::vector<ItemAttentionOptions>& attention = {}) const;
+      const std::vector<ItemAttentionOptions>& attention = {},
+      const std::function<bool(size_t sequence)>& abandoned = nullptr) const;
 
   // One pooling of already framed sequences, all costs to `cost`.
   absl::StatusOr<at::Tensor> EmbedSequences(const std::vector<std::vector<int32_t>>& sequences,

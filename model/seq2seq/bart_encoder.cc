@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -16,6 +17,17 @@
 #include "model/seq2seq/seq2seq_embeddings.h"
 
 namespace docsparse {
+namespace {
+
+bool AllAbandoned(const std::function<bool(size_t)>& abandoned, size_t rows) {
+  for (size_t row = 0; row < rows; ++row) {
+    if (!abandoned(row)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
                                                       const std::string& p, int64_t h,
                                                       int64_t ffn) {
@@ -223,6 +235,11 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
     for (int64_t length : output.lengths) real_rows.push_back(global + length);
     std::vector<ItemAttentionCost> item_costs;
     for (int layer = 0; layer < config_.num_layers; ++layer) {
+      // Every row's request gone: nothing left worth a layer. (Single rows
+      // are not dropped: decoding needs the batch's encoder output whole.)
+      if (batch.abandoned && AllAbandoned(batch.abandoned, rows)) {
+        return absl::CancelledError("every sequence of the batch was abandoned");
+      }
       x = Layer(x, weights_.layers[layer], real_rows, batch.attention_options, layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);

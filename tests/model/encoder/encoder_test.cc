@@ -105,6 +105,44 @@ TEST(EncoderTest, RejectsBadSequences) {
   EXPECT_TRUE(encoder->Forward(Batch({std::vector<int32_t>(64, 5)}), nullptr).ok());
 }
 
+// A row whose request was abandoned leaves the batch before the next layer:
+// its output is zeros and its cost stops growing; the other rows come out as
+// they would have. With every row gone, the forward stops with CANCELLED.
+TEST(EncoderTest, AbandonedRowsLeaveTheBatchBetweenLayers) {
+  std::unique_ptr<Encoder> encoder = LoadEncoder(FixturePath("tiny_encoders/bert"));
+  ASSERT_NE(encoder, nullptr);
+  ASSERT_GE(encoder->config().num_layers, 2);
+  c10::InferenceMode inference_mode;
+  const EncoderBatch whole = Batch({{2, 10, 11, 12, 3}, {2, 20, 21, 3}, {2, 30, 31, 32, 33, 3}});
+  const EncoderShape shape = encoder->shape();
+  std::vector<CostAccount> whole_costs(3, CostAccount(shape));
+  absl::StatusOr<EncoderOutput> expected =
+      encoder->Forward(whole, {&whole_costs[0], &whole_costs[1], &whole_costs[2]});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  // Row 1's client leaves after the first layer.
+  EncoderBatch batch = whole;
+  std::vector<int> checks(3, 0);
+  batch.abandoned = [&checks](size_t row) { return row == 1 && ++checks[row] > 1; };
+  std::vector<CostAccount> costs(3, CostAccount(shape));
+  absl::StatusOr<EncoderOutput> output = encoder->Forward(batch, {&costs[0], &costs[1], &costs[2]});
+  ASSERT_TRUE(output.ok()) << output.status();
+  ASSERT_EQ(output->hidden.sizes(), expected->hidden.sizes());
+  EXPECT_EQ(output->lengths, expected->lengths);
+  for (int64_t row : {0, 2}) {
+    EXPECT_TRUE(at::allclose(output->hidden[row], expected->hidden[row], 1e-5, 1e-5)) << row;
+    EXPECT_EQ(costs[row].TotalEdges(), whole_costs[row].TotalEdges()) << row;
+    EXPECT_EQ(costs[row].input_tokens(), whole_costs[row].input_tokens()) << row;
+  }
+  EXPECT_EQ(output->hidden[1].abs().max().item<float>(), 0);
+  EXPECT_EQ(costs[1].TotalEdges(), 4 * 4 * shape.num_heads) << "the first layer only";
+  EXPECT_EQ(costs[1].input_tokens(), 0);
+
+  batch.abandoned = [](size_t) { return true; };
+  absl::StatusOr<EncoderOutput> stopped = encoder->Forward(batch, nullptr);
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled) << stopped.status();
+}
+
 TEST(EncoderTest, RobertaSequenceLimitExcludesPaddingPositions) {
   std::unique_ptr<Encoder> encoder = LoadEncoder(FixturePath("tiny_encoders/roberta"));
   ASSERT_NE(encoder, nullptr);
