@@ -6,7 +6,10 @@ DOCSPARSE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # clone (as CI makes) reuses them.
 DOCSPARSE_CACHE="${DOCSPARSE_CACHE:-$HOME/.cache/docsparse}"
 DOCSPARSE_TEST_VENV="$DOCSPARSE_CACHE/test-venv"
-export DOCSPARSE_ROOT DOCSPARSE_CACHE DOCSPARSE_TEST_VENV
+# KServe's own SDK pins a protobuf that grpcio-tools in the test venv cannot
+# share: it gets a venv of its own.
+DOCSPARSE_KSERVE_VENV="$DOCSPARSE_CACHE/kserve-venv"
+export DOCSPARSE_ROOT DOCSPARSE_CACHE DOCSPARSE_TEST_VENV DOCSPARSE_KSERVE_VENV
 
 # log TAG MESSAGE...: one line on stdout, e.g. "setup: model: up to date".
 log() {

@@ -18,10 +18,12 @@ BatchDecision FormBatch(const std::vector<PendingRequest>& queue, BatchClock::ti
   BatchDecision decision;
   std::vector<size_t> live;
   for (size_t i = 0; i < queue.size(); ++i) {
-    if (queue[i].cancelled) {
-      decision.drop_cancelled.push_back(i);
-    } else if (queue[i].deadline <= now) {
+    // The deadline first: gRPC also cancels a call whose deadline passed,
+    // and the deadline is what the client should hear and the metrics count.
+    if (queue[i].deadline <= now) {
       decision.drop_expired.push_back(i);
+    } else if (queue[i].cancelled) {
+      decision.drop_cancelled.push_back(i);
     } else {
       live.push_back(i);
     }

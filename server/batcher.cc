@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace docsparse {
@@ -99,9 +100,7 @@ void Batcher::Loop() {
     if (hooks_.on_queue_depth) hooks_.on_queue_depth(depth);
     for (auto& [job, reason] : dropped) {
       if (hooks_.on_drop) hooks_.on_drop(reason);
-      job->done(*job, reason == DropReason::kDeadline
-                          ? absl::DeadlineExceededError("deadline passed while queued")
-                          : absl::CancelledError("client cancelled while queued"));
+      job->done(*job, AbandonedStatus(reason, "while queued"));
     }
     if (batch.empty()) continue;
     if (hooks_.on_batch) hooks_.on_batch(static_cast<int>(batch.size()));
@@ -113,29 +112,52 @@ void Batcher::Loop() {
   }
 }
 
+absl::Status AbandonedStatus(DropReason reason, const char* stage) {
+  return reason == DropReason::kDeadline
+             ? absl::DeadlineExceededError(absl::StrCat("deadline passed ", stage))
+             : absl::CancelledError(absl::StrCat("client cancelled ", stage));
+}
+
 void EncoderBatchRunner::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
   std::vector<std::vector<int32_t>> sequences;
   std::vector<CostAccount*> costs;
   std::vector<ItemAttentionOptions> attention;
-  for (const auto& job : batch) {
-    for (const auto& sequence : job->sequences) {
+  std::vector<size_t> owner;  // the job of each sequence
+  for (size_t j = 0; j < batch.size(); ++j) {
+    for (const auto& sequence : batch[j]->sequences) {
       sequences.push_back(sequence);
-      costs.push_back(&job->cost);
-      attention.push_back(job->attention);
+      costs.push_back(&batch[j]->cost);
+      attention.push_back(batch[j]->attention);
+      owner.push_back(j);
     }
   }
+  // Once abandoned, a job stays so: remember why, and ask only the others.
+  std::vector<std::optional<DropReason>> abandoned(batch.size());
+  const auto sequence_abandoned = [&](size_t sequence) {
+    std::optional<DropReason>& reason = abandoned[owner[sequence]];
+    if (!reason.has_value()) reason = batch[owner[sequence]]->Abandoned(BatchClock::now());
+    return reason.has_value();
+  };
   EncodeResult shared;
   shared.batch_size = static_cast<int>(batch.size());
   shared.started = BatchClock::now();
-  absl::StatusOr<PooledSequences> pooled = encoder_.EncodeSequences(sequences, costs, attention);
+  absl::StatusOr<PooledSequences> pooled =
+      encoder_.EncodeSequences(sequences, costs, attention, sequence_abandoned);
   shared.finished = BatchClock::now();
   int64_t row = 0;
-  for (auto& job : batch) {
+  for (size_t j = 0; j < batch.size(); ++j) {
+    EncodeJob* job = batch[j].get();
+    const int64_t rows = static_cast<int64_t>(job->sequences.size());
+    if (abandoned[j].has_value()) {
+      row += rows;
+      if (on_stopped_) on_stopped_(*abandoned[j]);
+      job->done(*job, AbandonedStatus(*abandoned[j], "while computing"));
+      continue;
+    }
     if (!pooled.ok()) {
       job->done(*job, pooled.status());
       continue;
     }
-    const int64_t rows = static_cast<int64_t>(job->sequences.size());
     EncodeResult result = shared;
     result.pooled.mean = pooled->mean.slice(0, row, row + rows);
     result.pooled.first = pooled->first.slice(0, row, row + rows);

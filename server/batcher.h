@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "server/compute_thread.h"
 #include "server/drop_reason.h"
 #include "server/generation_job.h"
+#include "server/request_price.h"
 
 namespace docsparse {
 
@@ -45,8 +47,11 @@ struct EncodeJob {
   std::vector<std::vector<int32_t>> sequences;  // framed
   // What the request's budget chose, for every one of its sequences.
   ItemAttentionOptions attention;
-  // Whether the client has gone; polled while the job waits.
+  // Whether the client has gone; polled while the job waits and between the
+  // layers and forward batches of its computation.
   std::function<bool()> is_cancelled;
+  // What the job was priced at before it was queued (admission).
+  RequestPrice price;
   // Accumulates the cost of this job's sequences.
   CostAccount cost;
   // Abstractive summaries only: what to generate from the encoder's output,
@@ -57,7 +62,20 @@ struct EncodeJob {
   // CANCELLED when dropped before compute (or, while generating, when the
   // client left or the deadline passed), or the model's error.
   std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
+
+  // Why nobody waits for this job any more at `now`, if so: its deadline
+  // passed, or its client left. The deadline is checked first: gRPC cancels
+  // a call whose deadline passed, and the deadline is the better reason.
+  std::optional<DropReason> Abandoned(BatchClock::time_point now) const {
+    if (now >= pending.deadline) return DropReason::kDeadline;
+    if (is_cancelled && is_cancelled()) return DropReason::kCancelled;
+    return std::nullopt;
+  }
 };
+
+// The status a job abandoned for `reason` is answered with; `stage` says
+// when ("while queued", "while computing", ...).
+absl::Status AbandonedStatus(DropReason reason, const char* stage);
 
 // Computes one formed batch and answers each of its jobs (calls `done` once
 // per job). One batch at a time per model, on the batcher's thread or the
@@ -69,15 +87,21 @@ class BatchRunner {
 };
 
 // Encoder tasks: every job's sequences through TextEncoder::EncodeSequences
-// together; each job gets its rows of the pooled output.
+// together; each job gets its rows of the pooled output. A job nobody waits
+// for any more stops computing between layers (its sequences leave the
+// batch) and is answered DEADLINE_EXCEEDED or CANCELLED.
 class EncoderBatchRunner final : public BatchRunner {
  public:
-  // Borrows `encoder`, which must outlive the runner.
-  explicit EncoderBatchRunner(const TextEncoder& encoder) : encoder_(encoder) {}
+  // Borrows `encoder`, which must outlive the runner. `on_stopped` (may be
+  // empty) hears of each job stopped during its computation.
+  explicit EncoderBatchRunner(const TextEncoder& encoder,
+                              std::function<void(DropReason reason)> on_stopped = nullptr)
+      : encoder_(encoder), on_stopped_(std::move(on_stopped)) {}
   void Run(std::vector<std::unique_ptr<EncodeJob>> batch) override;
 
  private:
   const TextEncoder& encoder_;
+  const std::function<void(DropReason)> on_stopped_;
 };
 
 // Callbacks for metrics; any may be empty.

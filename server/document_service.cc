@@ -157,8 +157,12 @@ grpc::ServerUnaryReactor* DocumentService::Embed(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* DocumentService::Classify(grpc::CallbackServerContext* context,
                                                     const v1::ClassifyRequest* request,
                                                     v1::ClassifyResponse* response) {
-  return RunUnary(context, request, response, MetricTask::kClassify,
-                  &DocumentTasks::PrepareClassify);
+  return RunUnary(
+      context, request, response, MetricTask::kClassify,
+      [](const DocumentTasks& tasks, const v1::ClassifyRequest& request,
+         BatchClock::time_point received, v1::ClassifyResponse* response, Completion complete) {
+        return tasks.PrepareClassify(request, received, response, std::move(complete));
+      });
 }
 
 grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext* context,

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,12 +15,14 @@
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_mask_map.h"
 #include "model/attention/mask_map.h"
+#include "model/attention/sbm_attention.h"
 #include "model/encoder/pooling.h"
 #include "model/tasks/extractive_summary.h"
 #include "model/tasks/zero_shot.h"
 #include "model/text/sentence_splitter.h"
 #include "server/abstractive_summary.h"
 #include "server/cost_report.h"
+#include "server/request_price.h"
 
 namespace docsparse {
 namespace {
@@ -73,10 +74,19 @@ absl::Status CheckOptions(const v1::RequestOptions& options) {
   return absl::OkStatus();
 }
 
-// Cost, budget, batch, timings and the optional mask map.
-void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
-                const v1::RequestOptions& options, const EncodeJob& job, const EncodeResult& result,
-                v1::CostReport* report) {
+// Cost, budget, batch, timings and the optional mask map. A strict budget
+// whose β the planner had to raise to its floor (only known once it ran:
+// the floor's β depends on the content) fails here, naming the floor.
+absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
+                        const v1::RequestOptions& options, const EncodeJob& job,
+                        const EncodeResult& result, v1::CostReport* report) {
+  if (budget.strict() && job.cost.raised_to_floor()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget.edge_regularization: ", budget.edge_regularization(),
+                     " leaves fewer than the floor of ", kSbmMinEdgesPerQuery,
+                     " expected edges per query on model '", context.model->name,
+                     "'; the floor ran instead (lower it, or drop strict)"));
+  }
   FillCostReport(job.cost, ServedAttentionKind(*context.model, job.attention), report);
   FillAttentionKnobs(*context.model, job.attention, report->mutable_knobs());
   report->set_truncated(context.truncated);
@@ -108,6 +118,20 @@ void FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
       out->mutable_density()->Add(map.begin(), map.end());
     }
   }
+  return absl::OkStatus();
+}
+
+// Runs `work` (post-processing on LibTorch) and turns a c10::Error into a
+// Status.
+template <typename Work>
+absl::Status Guarded(Work work) {
+  try {
+    c10::InferenceMode inference_mode;
+    return work();
+  } catch (const c10::Error& error) {
+    return absl::InternalError(
+        absl::StrCat("post-processing failed: ", error.what_without_backtrace()));
+  }
 }
 
 // Runs `finish` on the job's result and reports how it went.
@@ -117,16 +141,14 @@ std::function<void(EncodeJob&, absl::StatusOr<EncodeResult>)> Completes(Completi
   return [complete = std::move(complete), finish = std::move(finish)](
              EncodeJob& job, absl::StatusOr<EncodeResult> result) {
     if (!result.ok()) return complete(result.status());
-    absl::Status status;
-    try {
-      c10::InferenceMode inference_mode;
-      status = finish(job, *result);
-    } catch (const c10::Error& error) {
-      status = absl::InternalError(
-          absl::StrCat("post-processing failed: ", error.what_without_backtrace()));
-    }
-    complete(status);
+    complete(Guarded([&] { return finish(job, *result); }));
   };
+}
+
+// Prices the job and refuses it when over the server's per-request caps.
+absl::Status PriceAndAdmit(RequestPrice price, const ServerLimits& limits, EncodeJob* job) {
+  job->price = std::move(price);
+  return AdmitRequest(job->price, limits);
 }
 
 // The checkpoint's own head over each window's first token; with several
@@ -148,6 +170,15 @@ std::vector<LabelProbability> ScoreWithHead(const ClassificationHead& head,
   return scores;
 }
 
+void AddScores(const std::vector<LabelProbability>& scores, v1::ClassifyResponse* response) {
+  for (const LabelProbability& score : scores) {
+    v1::LabelScore* out = response->add_scores();
+    out->set_label(score.label);
+    out->set_score(score.probability);
+    out->set_similarity(score.similarity);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
@@ -157,9 +188,9 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
                    FindModelFor(registry_, request.model(), Task::kEmbed));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
   RETURN_IF_ERROR(CheckOptions(request.options()));
-  ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
-  ASSIGN_OR_RETURN(DocumentWindows windows,
-                   model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
+  const OverflowPolicy overflow = ResolveOverflow(request.options(), *model);
+  ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_, overflow));
+  ASSIGN_OR_RETURN(DocumentWindows windows, model->text->Windows(input.ids, overflow));
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
                    PlanBudget(*model, request.budget(), request.options(), windows.windows));
 
@@ -168,6 +199,8 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
   const PoolingMode pooling = ResolvePooling(request.pooling(), *model);
   const bool normalize = request.has_normalize() ? request.normalize() : model->serving.normalize;
   auto job = MakeJob(*model, "embed", windows.windows, attention);
+  RETURN_IF_ERROR(PriceAndAdmit(PriceEncoding(*model, attention, windows.windows, "document"),
+                                limits_, job.get()));
   job->done = Completes(std::move(complete), [&request, response, context, pooling, normalize,
                                               sequences = std::move(windows.windows)](
                                                  EncodeJob& job, const EncodeResult& result) {
@@ -176,15 +209,15 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareEmbed(
     response->set_model(context.model->name);
     response->mutable_embedding()->Add(vector.data_ptr<float>(),
                                        vector.data_ptr<float>() + vector.numel());
-    FinishCost(context, request.budget(), request.options(), job, result, response->mutable_cost());
-    return absl::OkStatus();
+    return FinishCost(context, request.budget(), request.options(), job, result,
+                      response->mutable_cost());
   });
   return job;
 }
 
 absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
     const v1::ClassifyRequest& request, BatchClock::time_point received,
-    v1::ClassifyResponse* response, Completion complete) const {
+    v1::ClassifyResponse* response, Completion complete, LabelSharing sharing) const {
   ASSIGN_OR_RETURN(const ServedModel* model,
                    FindModelFor(registry_, request.model(), Task::kClassify));
   RETURN_IF_ERROR(CheckBudget(*model, request.budget()));
@@ -208,69 +241,97 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
   if (!(temperature >= 1e-4f && temperature <= 1e4f)) {
     return absl::InvalidArgumentError("temperature: must be in [0.0001, 10000]");
   }
-  ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
-  ASSIGN_OR_RETURN(DocumentWindows windows,
-                   model->text->Windows(input.ids, ResolveOverflow(request.options(), *model)));
+  const OverflowPolicy overflow = ResolveOverflow(request.options(), *model);
+  ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_, overflow));
+  ASSIGN_OR_RETURN(DocumentWindows windows, model->text->Windows(input.ids, overflow));
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
                    PlanBudget(*model, request.budget(), request.options(), windows.windows));
 
-  // Labels not embedded yet ride in the same job, after the windows.
-  const std::vector<std::string> missing =
-      use_head ? std::vector<std::string>{} : model->labels->Missing(labels);
-  std::vector<std::vector<int32_t>> sequences = windows.windows;
+  // The job that embeds the request's labels looks them up now (the rows it
+  // finds stay valid whatever the cache evicts meanwhile); the ones missing
+  // ride in the same job, after the windows.
+  const bool embeds_labels = !use_head && sharing.embeds;
+  std::vector<at::Tensor> cached;
+  std::vector<std::string> missing;
+  if (embeds_labels) {
+    cached = model->labels->Lookup(labels);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (!cached[i].defined()) missing.push_back(labels[i]);
+    }
+  }
+  std::vector<std::vector<int32_t>> label_prompts;
   const size_t limit = static_cast<size_t>(model->encoder->max_sequence_length());
   for (const std::string& label : missing) {
-    sequences.push_back(
+    label_prompts.push_back(
         model->tokenizer->Frame(model->tokenizer->Encode(LabelPrompt(label, zero_shot)), limit));
   }
+  RequestPrice price = PriceEncoding(*model, attention, windows.windows, "document");
+  price += PriceEncoding(*model, attention, label_prompts, "label");
+  std::vector<std::vector<int32_t>> sequences = windows.windows;
+  sequences.insert(sequences.end(), label_prompts.begin(), label_prompts.end());
   JobContext context{model, received, input.tokenize_ms, windows.truncated,
                      Lengths(windows.windows)};
   auto job =
       MakeJob(*model, use_head ? "classify_head" : "classify", std::move(sequences), attention);
-  job->done = Completes(std::move(complete), [&request, response, context, use_head, labels,
-                                              missing, temperature,
-                                              windows = std::move(windows.windows)](
-                                                 EncodeJob& job, const EncodeResult& result) {
+  RETURN_IF_ERROR(PriceAndAdmit(std::move(price), limits_, job.get()));
+  std::shared_ptr<SharedLabelRows> shared =
+      sharing.rows != nullptr ? sharing.rows : std::make_shared<SharedLabelRows>();
+  job->done = [&request, response, complete = std::move(complete), context, use_head, embeds_labels,
+               labels, cached = std::move(cached), missing, temperature, shared,
+               windows = std::move(windows.windows)](EncodeJob& job,
+                                                     absl::StatusOr<EncodeResult> result) {
+    if (!result.ok()) {
+      // The documents waiting for this job's label rows hear why too.
+      if (embeds_labels) shared->Publish(result.status());
+      return complete(result.status());
+    }
     const ServedModel& model = *context.model;
     const int64_t count = static_cast<int64_t>(windows.size());
     response->set_model(model.name);
-    std::vector<LabelProbability> scores;
     if (use_head) {
-      response->set_method(v1::CLASSIFICATION_METHOD_HEAD);
-      scores = ScoreWithHead(*model.head, result.pooled.first.slice(0, 0, count), windows);
-    } else {
-      response->set_method(v1::CLASSIFICATION_METHOD_ZERO_SHOT);
-      // Labels embedded in this batch, then the cached ones (the cache may
-      // be full and keep none of the new ones).
-      const at::Tensor fresh = L2Normalize(result.pooled.mean.slice(0, count));
-      std::map<std::string, at::Tensor> embedded;
-      for (size_t i = 0; i < missing.size(); ++i) {
-        embedded.emplace(missing[i], fresh[static_cast<int64_t>(i)]);
-        model.labels->Insert(missing[i], fresh[static_cast<int64_t>(i)]);
-      }
-      std::vector<at::Tensor> label_rows;
-      for (const std::string& label : labels) {
-        if (auto it = embedded.find(label); it != embedded.end()) {
-          label_rows.push_back(it->second);
-          continue;
+      return complete(Guarded([&] {
+        response->set_method(v1::CLASSIFICATION_METHOD_HEAD);
+        AddScores(ScoreWithHead(*model.head, result->pooled.first.slice(0, 0, count), windows),
+                  response);
+        return FinishCost(context, request.budget(), request.options(), job, *result,
+                          response->mutable_cost());
+      }));
+    }
+    response->set_method(v1::CLASSIFICATION_METHOD_ZERO_SHOT);
+    at::Tensor document;
+    absl::Status status = Guarded([&] {
+      document = CombineWindows(result->pooled.mean.slice(0, 0, count), windows,
+                                /*normalize=*/true);
+      return FinishCost(context, request.budget(), request.options(), job, *result,
+                        response->mutable_cost());
+    });
+    if (embeds_labels) {
+      absl::StatusOr<at::Tensor> rows;
+      const absl::Status embedded = Guarded([&] {
+        // The labels embedded in this batch, then the cached ones.
+        const at::Tensor fresh = L2Normalize(result->pooled.mean.slice(0, count));
+        std::vector<at::Tensor> label_rows = cached;
+        for (size_t i = 0, next = 0; i < label_rows.size(); ++i) {
+          if (label_rows[i].defined()) continue;
+          label_rows[i] = fresh[static_cast<int64_t>(next)];
+          model.labels->Insert(missing[next], label_rows[i]);
+          ++next;
         }
-        ASSIGN_OR_RETURN(at::Tensor cached, model.labels->Rows({label}));
-        label_rows.push_back(cached[0]);
-      }
-      const at::Tensor rows = at::stack(label_rows);
-      const at::Tensor document =
-          CombineWindows(result.pooled.mean.slice(0, 0, count), windows, /*normalize=*/true);
-      scores = ScoreLabels(document, rows, labels, temperature);
+        rows = at::stack(label_rows);
+        return absl::OkStatus();
+      });
+      shared->Publish(embedded.ok() ? rows : embedded);
     }
-    for (const LabelProbability& score : scores) {
-      v1::LabelScore* out = response->add_scores();
-      out->set_label(score.label);
-      out->set_score(score.probability);
-      out->set_similarity(score.similarity);
-    }
-    FinishCost(context, request.budget(), request.options(), job, result, response->mutable_cost());
-    return absl::OkStatus();
-  });
+    if (!status.ok()) return complete(status);
+    shared->WhenReady([response, complete, labels, temperature,
+                       document](const absl::StatusOr<at::Tensor>& rows) {
+      if (!rows.ok()) return complete(rows.status());
+      complete(Guarded([&] {
+        AddScores(ScoreLabels(document, *rows, labels, temperature), response);
+        return absl::OkStatus();
+      }));
+    });
+  };
   return job;
 }
 
@@ -301,7 +362,8 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
     return absl::InvalidArgumentError(
         "document.token_ids: extractive summarization needs the document's text");
   }
-  ASSIGN_OR_RETURN(PreparedInput input, Prepare(*model, request.document(), limits_));
+  ASSIGN_OR_RETURN(PreparedInput input,
+                   Prepare(*model, request.document(), limits_, OverflowPolicy::kReject));
 
   std::vector<Sentence> sentences = SplitSentences(input.text);
   // Fragments (headings, list numbers) make poor summary sentences; use them
@@ -327,29 +389,31 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareSummarize(
       params.max_sentences() > 0 ? params.max_sentences() : model->serving.extractive.max_sentences;
   const float diversity =
       params.has_diversity() ? params.diversity() : model->serving.extractive.diversity;
+  RequestPrice price = PriceEncoding(*model, attention, framed, "sentence");
   auto job = MakeJob(*model, "summarize", std::move(framed), attention);
-  job->done = Completes(std::move(complete), [&request, response, context, count, diversity,
-                                              candidates = std::move(candidates),
-                                              sentences = std::move(sentences)](
-                                                 EncodeJob& job, const EncodeResult& result) {
-    std::vector<std::string> chosen;
-    for (const SelectedSentence& selected :
-         SelectSentences(L2Normalize(result.pooled.mean), count, diversity)) {
-      const Sentence& sentence = sentences[candidates[selected.index]];
-      v1::ExtractedSentence* out = response->add_sentences();
-      out->set_index(candidates[selected.index]);
-      out->set_text(sentence.text);
-      out->set_score(selected.score);
-      out->set_begin_byte(static_cast<int64_t>(sentence.begin));
-      out->set_end_byte(static_cast<int64_t>(sentence.end));
-      chosen.push_back(sentence.text);
-    }
-    response->set_model(context.model->name);
-    response->set_kind(v1::SUMMARY_KIND_EXTRACTIVE);
-    response->set_summary(absl::StrJoin(chosen, " "));
-    FinishCost(context, request.budget(), request.options(), job, result, response->mutable_cost());
-    return absl::OkStatus();
-  });
+  RETURN_IF_ERROR(PriceAndAdmit(std::move(price), limits_, job.get()));
+  job->done =
+      Completes(std::move(complete),
+                [&request, response, context, count, diversity, candidates = std::move(candidates),
+                 sentences = std::move(sentences)](EncodeJob& job, const EncodeResult& result) {
+                  std::vector<std::string> chosen;
+                  for (const SelectedSentence& selected :
+                       SelectSentences(L2Normalize(result.pooled.mean), count, diversity)) {
+                    const Sentence& sentence = sentences[candidates[selected.index]];
+                    v1::ExtractedSentence* out = response->add_sentences();
+                    out->set_index(candidates[selected.index]);
+                    out->set_text(sentence.text);
+                    out->set_score(selected.score);
+                    out->set_begin_byte(static_cast<int64_t>(sentence.begin));
+                    out->set_end_byte(static_cast<int64_t>(sentence.end));
+                    chosen.push_back(sentence.text);
+                  }
+                  response->set_model(context.model->name);
+                  response->set_kind(v1::SUMMARY_KIND_EXTRACTIVE);
+                  response->set_summary(absl::StrJoin(chosen, " "));
+                  return FinishCost(context, request.budget(), request.options(), job, result,
+                                    response->mutable_cost());
+                });
   return job;
 }
 
@@ -364,16 +428,22 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareAbstractive(
                      "' summarizes abstractively; extractive parameters apply to encoder models"));
   }
   ASSIGN_OR_RETURN(GenerationConfig generation, ResolveGeneration(model, request.generation()));
-  ASSIGN_OR_RETURN(PreparedInput input, Prepare(model, request.document(), limits_));
+  ASSIGN_OR_RETURN(PreparedInput input, Prepare(model, request.document(), limits_,
+                                                ResolveOverflow(request.options(), model)));
   ASSIGN_OR_RETURN(SummarizerInput framed, FrameForSummarizer(model, input.ids, request.options()));
   std::vector<std::vector<int32_t>> sequences = {std::move(framed.framed)};
   ASSIGN_OR_RETURN(const ItemAttentionOptions attention,
                    PlanBudget(model, request.budget(), request.options(), sequences));
 
   JobContext context{&model, received, input.tokenize_ms, framed.truncated, Lengths(sequences)};
+  RequestPrice price = PriceEncoding(model, attention, sequences, "document");
+  price.flops += DecoderFlops(
+      model, generation,
+      model.seq2seq->encoder().global_rows() + static_cast<int64_t>(sequences[0].size()));
   // Requests with different generation settings share batches: the
   // generator takes a config per sequence.
   auto job = MakeJob(model, "summarize_abstractive", std::move(sequences), attention);
+  RETURN_IF_ERROR(PriceAndAdmit(std::move(price), limits_, job.get()));
   job->generation = std::make_unique<GenerationJob>();
   job->generation->config = std::move(generation);
   job->generation->request_id = request.options().request_id();
@@ -382,7 +452,8 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareAbstractive(
   }
   job->done = Completes(std::move(complete), [&request, response, context](
                                                  EncodeJob& job, const EncodeResult& result) {
-    FinishCost(context, request.budget(), request.options(), job, result, response->mutable_cost());
+    RETURN_IF_ERROR(FinishCost(context, request.budget(), request.options(), job, result,
+                               response->mutable_cost()));
     FillAbstractiveSummary(*context.model, *job.generation, context.received, response);
     return absl::OkStatus();
   });

@@ -1,6 +1,7 @@
 // The work behind each DocumentService RPC, free of gRPC. A task is prepared
 // on the RPC thread (validate the request against the model and the server's
-// limits, tokenize, choose the sequences to encode and price them) into an
+// limits, tokenize, choose the sequences to encode, price them and refuse
+// the request if its price is over the server's per-request caps) into an
 // EncodeJob for the model's batcher; when its batch has run, the job's
 // completion post-processes (pooling, zero-shot scores, sentence selection),
 // fills the response with its cost report and calls `complete`.
@@ -17,11 +18,22 @@
 #include "server/batcher.h"
 #include "server/model_registry.h"
 #include "server/request_validation.h"
+#include "server/shared_label_rows.h"
 
 namespace docsparse {
 
 // Called once with how the request ended; on OK the response is filled.
 using Completion = std::function<void(const absl::Status& status)>;
+
+// How one document of a multi-document request (KServe ModelInfer) shares
+// the zero-shot labels' embeddings with the others: `embeds` in exactly one
+// of them, whose job embeds the labels the cache misses and publishes the
+// rows to `rows`; the others score against what it publishes. The default
+// (no rows): the request's only document, embedding its own.
+struct LabelSharing {
+  std::shared_ptr<SharedLabelRows> rows;
+  bool embeds = true;
+};
 
 class DocumentTasks {
  public:
@@ -38,7 +50,8 @@ class DocumentTasks {
   absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareClassify(const v1::ClassifyRequest& request,
                                                              BatchClock::time_point received,
                                                              v1::ClassifyResponse* response,
-                                                             Completion complete) const;
+                                                             Completion complete,
+                                                             LabelSharing sharing = {}) const;
   // Extractive on encoder models; abstractive on summarizers, where
   // `on_token` (may be empty) streams the text as greedy search chooses
   // tokens.
@@ -49,6 +62,8 @@ class DocumentTasks {
                                                               TokenSink on_token = nullptr) const;
 
   void ListModels(v1::ListModelsResponse* response) const;
+
+  const ServerLimits& limits() const { return limits_; }
 
  private:
   absl::StatusOr<std::unique_ptr<EncodeJob>> PrepareAbstractive(const ServedModel& model,

@@ -1,11 +1,15 @@
 #include "server/kserve_request.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -36,19 +40,39 @@ absl::Status WrongType(const std::string& name, const char* expected) {
   return absl::InvalidArgumentError(absl::StrCat(ParameterField(name), ": expected ", expected));
 }
 
-// Doubles accept an int64 too: clients infer the parameter type from the
-// value, and `1` is a fine density cap.
+// Numbers arrive in whichever field the client could fill: Triton's client
+// has double_param, KServe's InferenceGRPCClient only bool, int64 and
+// string (it refuses a Python float), and clients infer the type from the
+// value (`1` is a fine density cap). So a double accepts an int64 and a
+// string holding a finite number.
 absl::StatusOr<double> DoubleParameter(const std::string& name, const Parameter& value) {
-  if (value.parameter_choice_case() == Parameter::kDoubleParam) return value.double_param();
-  if (value.parameter_choice_case() == Parameter::kInt64Param) {
-    return static_cast<double>(value.int64_param());
+  switch (value.parameter_choice_case()) {
+    case Parameter::kDoubleParam:
+      return value.double_param();
+    case Parameter::kInt64Param:
+      return static_cast<double>(value.int64_param());
+    case Parameter::kStringParam: {
+      double number = 0;
+      if (absl::SimpleAtod(absl::StripAsciiWhitespace(value.string_param()), &number) &&
+          std::isfinite(number)) {
+        return number;
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          ParameterField(name), ": '", value.string_param(), "' is not a finite number"));
+    }
+    default:
+      return WrongType(name, "a double, an int64 or a numeric string");
   }
-  return WrongType(name, "a double");
 }
 
 absl::StatusOr<bool> BoolParameter(const std::string& name, const Parameter& value) {
-  if (value.parameter_choice_case() != Parameter::kBoolParam) return WrongType(name, "a bool");
-  return value.bool_param();
+  if (value.parameter_choice_case() == Parameter::kBoolParam) return value.bool_param();
+  if (value.parameter_choice_case() == Parameter::kStringParam) {
+    const std::string text = absl::AsciiStrToLower(value.string_param());
+    if (text == "true") return true;
+    if (text == "false") return false;
+  }
+  return WrongType(name, "a bool (or the string true or false)");
 }
 
 absl::StatusOr<std::string> StringParameter(const std::string& name, const Parameter& value) {
@@ -98,13 +122,17 @@ absl::Status ApplyParameter(const std::string& name, const Parameter& value,
     ASSIGN_OR_RETURN(const double temperature, DoubleParameter(name, value));
     call->temperature = static_cast<float>(temperature);
   } else if (name == "seed") {
+    uint64_t seed = 0;
     if (value.parameter_choice_case() == Parameter::kUint64Param) {
       call->budget.set_seed(value.uint64_param());
     } else if (value.parameter_choice_case() == Parameter::kInt64Param &&
                value.int64_param() >= 0) {
       call->budget.set_seed(static_cast<uint64_t>(value.int64_param()));
+    } else if (value.parameter_choice_case() == Parameter::kStringParam &&
+               absl::SimpleAtoi(absl::StripAsciiWhitespace(value.string_param()), &seed)) {
+      call->budget.set_seed(seed);
     } else {
-      return WrongType(name, "a non-negative int64 or uint64");
+      return WrongType(name, "a non-negative int64, a uint64 or a string holding one");
     }
   } else if (name == "overflow") {
     ASSIGN_OR_RETURN(const std::string text, StringParameter(name, value));
@@ -370,6 +398,20 @@ void KServeCostTotals::WriteParameters(inference::ModelInferResponse* response) 
   parameters["dense_equivalent_gflops"].set_double_param(summary_.dense_equivalent_flops() / 1e9);
   parameters["input_tokens"].set_int64_param(summary_.input_tokens());
   parameters["budget_met"].set_bool_param(empty_ || summary_.budget_met());
+  // KServe's client drops double parameters: the whole report, as JSON in
+  // a string, is readable by every client.
+  parameters["cost"].set_string_param(CostJson());
+}
+
+std::string KServeCostTotals::CostJson() const {
+  v1::CostReport report = summary_;
+  report.set_budget_met(empty_ || summary_.budget_met());
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(report, &json, options).ok()) return "{}";
+  return json;
 }
 
 }  // namespace docsparse

@@ -35,10 +35,12 @@ inline constexpr int64_t kKServeMaxDocuments = 64;
 
 // Request parameters understood, with their types: labels (string,
 // comma-separated), max_density / max_attention_gflops / edge_regularization
-// (double; an int64 is accepted), strict (bool), attention (string: dense,
-// lsg, sbm, ...), seed (int64 >= 0 or uint64), overflow (string: reject,
-// truncate, chunk), pooling (string: cls, mean), normalize (bool),
-// temperature (double). Any other name is INVALID_ARGUMENT.
+// (double; an int64 or a numeric string is accepted, since KServe's client
+// sends no doubles), strict (bool, or "true"/"false"), attention (string:
+// dense, lsg, sbm, ...), seed (int64 >= 0, uint64 or a numeric string),
+// overflow (string: reject, truncate, chunk), pooling (string: cls, mean),
+// normalize (bool), temperature (as the caps). Any other name is
+// INVALID_ARGUMENT.
 extern const char* const kKServeParameters[];
 
 // One decoded ModelInfer call.
@@ -92,7 +94,11 @@ class KServeCostTotals {
   // Token, edge and FLOP fields summed; the attention kind and budget of the
   // first call; timings and per-layer figures left out.
   const v1::CostReport& summary() const { return summary_; }
+  // The figures above as typed parameters, and the summary as JSON in the
+  // string parameter "cost" (preserved field names), which every KServe
+  // client reads.
   void WriteParameters(inference::ModelInferResponse* response) const;
+  std::string CostJson() const;
 
  private:
   v1::CostReport summary_;

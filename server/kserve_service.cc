@@ -128,6 +128,9 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
     if (call_.wants(kKServeScoresOutput)) label_order_ = LabelOrder(*model_, call_);
     // Sized once: the jobs borrow its elements.
     documents_.resize(call_.texts.size());
+    // The labels are embedded once for the whole call, by the first
+    // document's job; the others score against its rows.
+    LabelSharing labels{std::make_shared<SharedLabelRows>(), true};
     for (size_t i = 0; i < documents_.size(); ++i) {
       Document& document = documents_[i];
       v1::Document text;
@@ -153,12 +156,17 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
         *classify.mutable_options() = call_.options;
         for (const std::string& label : call_.labels) classify.add_labels(label);
         if (call_.temperature.has_value()) classify.set_temperature(*call_.temperature);
-        RETURN_IF_ERROR(Add(
-            tasks().PrepareClassify(classify, received_, &document.classify_response, Completer(i)),
-            i, jobs));
+        RETURN_IF_ERROR(
+            Add(tasks().PrepareClassify(classify, received_, &document.classify_response,
+                                        Completer(i), labels),
+                i, jobs));
+        labels.embeds = false;
       }
     }
-    return absl::OkStatus();
+    // Each document was admitted on its own; the call as a whole must be too.
+    RequestPrice price;
+    for (const auto& job : *jobs) price += job->price;
+    return AdmitRequest(price, tasks().limits());
   }
 
   const DocumentTasks& tasks() const { return service_.tasks_; }

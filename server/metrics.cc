@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/metric_series.h"
@@ -104,6 +105,7 @@ struct ModelSeries {
   Gauge queue_depth;
   Gauge inflight;
   std::array<Counter, kDropReasonCount> dropped;
+  std::array<Counter, kDropReasonCount> stopped;  // kQueueFull stays 0
   Histogram<kStepSecondsBuckets> decode_step;
   std::array<Counter, kGenerationStopCount> generation_stopped;
 };
@@ -201,6 +203,10 @@ void ModelMetrics::CountDropped(DropReason reason) {
   series_->dropped[static_cast<size_t>(reason)].Increment();
 }
 
+void ModelMetrics::CountStopped(DropReason reason) {
+  series_->stopped[static_cast<size_t>(reason)].Increment();
+}
+
 void ModelMetrics::ObserveDecodeStep(double seconds) { series_->decode_step.Observe(seconds); }
 
 void ModelMetrics::CountGenerationStopped(GenerationStop stop) {
@@ -230,6 +236,7 @@ enum class Family {
   kRequestFlops,
   kBudgetUnmet,
   kDropped,
+  kStopped,
   kGeneratedTokens,
   kTimeToFirstToken,
   kDecodeStep,
@@ -273,6 +280,9 @@ constexpr FamilyInfo kFamilies[] = {
     {Family::kDropped, "docsparse_dropped_requests_total", "counter",
      "Requests answered without running the model: deadline passed, client cancelled, or "
      "queue full."},
+    {Family::kStopped, "docsparse_stopped_requests_total", "counter",
+     "Requests whose encoder work stopped between layers because nobody waited any more: "
+     "deadline passed or client cancelled."},
     {Family::kGeneratedTokens, "docsparse_generated_tokens_total", "counter",
      "Tokens generated for answered abstractive summaries."},
     {Family::kTimeToFirstToken, "docsparse_time_to_first_token_seconds", "histogram",
@@ -369,6 +379,12 @@ void AppendModelFamily(Family family, std::string_view name, const std::string& 
                      series.dropped[static_cast<size_t>(reason)].value(), out);
       }
       return;
+    case Family::kStopped:
+      for (DropReason reason : {DropReason::kDeadline, DropReason::kCancelled}) {
+        AppendSample(name, LabelList({model_label, Label("reason", DropReasonName(reason))}),
+                     series.stopped[static_cast<size_t>(reason)].value(), out);
+      }
+      return;
     case Family::kGeneratedTokens:
       return for_each_task([&](const std::string& labels, const TaskSeries& task) {
         AppendSample(name, labels, task.generated_tokens.value(), out);
@@ -420,6 +436,12 @@ void Metrics::SetModelCompute(const std::string& model, std::string_view precisi
       LabelList({Label("model", model), Label("precision", precision), Label("isa", isa)});
 }
 
+void Metrics::SetLabelCacheSource(const std::string& model,
+                                  std::function<LabelCacheReading()> read) {
+  absl::MutexLock lock(&mu_);
+  label_caches_[model] = std::move(read);
+}
+
 ModelMetrics* Metrics::Find(std::string_view model) const {
   absl::MutexLock lock(&mu_);
   const auto it = models_.find(model);
@@ -443,6 +465,31 @@ std::string Metrics::Render() const {
     for (const auto& [model, labels] : compute_labels_) {
       AppendSample("docsparse_model_compute_info", labels, uint64_t{1}, &out);
     }
+  }
+  if (!label_caches_.empty()) {
+    std::vector<std::pair<std::string, LabelCacheReading>> readings;
+    for (const auto& [model, read] : label_caches_) {
+      readings.emplace_back(Label("model", model), read());
+    }
+    const auto family = [&](std::string_view name, std::string_view type, std::string_view help,
+                            uint64_t LabelCacheReading::*field) {
+      AppendFamilyHeader(name, type, help, &out);
+      for (const auto& [labels, reading] : readings) {
+        AppendSample(name, labels, reading.*field, &out);
+      }
+    };
+    family("docsparse_label_cache_hits_total", "counter",
+           "Zero-shot labels whose embedding was found in the model's cache.",
+           &LabelCacheReading::hits);
+    family("docsparse_label_cache_misses_total", "counter",
+           "Zero-shot labels embedded because the model's cache did not hold them.",
+           &LabelCacheReading::misses);
+    family("docsparse_label_cache_evictions_total", "counter",
+           "Label embeddings evicted, least recently used first, to keep the cache in its size.",
+           &LabelCacheReading::evictions);
+    family("docsparse_label_cache_bytes", "gauge",
+           "Bytes the model's label embedding cache holds (--label_cache_bytes caps it).",
+           &LabelCacheReading::bytes);
   }
   // Families are contiguous in the format: families outside, models inside.
   for (const FamilyInfo& family : kFamilies) {

@@ -88,6 +88,10 @@ class ModelMetrics {
   // dropped_requests_total. The request is still counted by ObserveRequest
   // with the status it was answered with.
   void CountDropped(DropReason reason);
+  // stopped_requests_total: a request's encoder work stopped between layers
+  // because nobody waited for it any more (kDeadline or kCancelled). It is
+  // also counted by ObserveRequest with the status it was answered with.
+  void CountStopped(DropReason reason);
   // decode_step_seconds: one decoder step over all rows decoding together.
   void ObserveDecodeStep(double seconds);
   // generation_cancelled_total: a request's decoding stopped early (it is
@@ -112,6 +116,14 @@ class ModelMetrics {
   const std::unique_ptr<metrics_internal::ModelSeries> series_;
 };
 
+// A model's zero-shot label cache as the metrics read it at each scrape.
+struct LabelCacheReading {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  uint64_t bytes = 0;
+};
+
 // The whole exposition: every model's series plus build_info.
 // Thread-safe; RegisterModel and Render take a mutex, handles do not.
 class Metrics {
@@ -133,6 +145,13 @@ class Metrics {
   void SetModelCompute(const std::string& model, std::string_view precision, std::string_view isa)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // label_cache_hits_total, label_cache_misses_total,
+  // label_cache_evictions_total and label_cache_bytes{model}: `read` is
+  // called at every scrape (from the scraping thread; it must be
+  // thread-safe and outlive the Metrics). Setting it again replaces it.
+  void SetLabelCacheSource(const std::string& model, std::function<LabelCacheReading()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // The handle for requests naming no loaded model (label model="unknown");
   // its series are rendered once something was observed on it.
   ModelMetrics& Unknown() { return *unknown_; }
@@ -152,6 +171,7 @@ class Metrics {
   ModelMetrics* unknown_;  // owned by models_ under "unknown"
   // model -> its compute_info labels, rendered once
   std::map<std::string, std::string> compute_labels_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::function<LabelCacheReading()>> label_caches_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace docsparse

@@ -39,7 +39,11 @@ ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
       }
       runner = std::make_unique<SummarizerBatchRunner>(*model->seq2seq, std::move(summarizer));
     } else {
-      runner = std::make_unique<EncoderBatchRunner>(*model->text);
+      std::function<void(DropReason)> on_stopped;
+      if (handle != nullptr) {
+        on_stopped = [handle](DropReason reason) { handle->CountStopped(reason); };
+      }
+      runner = std::make_unique<EncoderBatchRunner>(*model->text, std::move(on_stopped));
     }
     batchers_.emplace(model->name,
                       std::make_unique<Batcher>(std::move(runner), limits,

@@ -19,38 +19,6 @@
 
 namespace docsparse {
 
-std::vector<std::string> LabelEmbeddingCache::Missing(
-    const std::vector<std::string>& labels) const {
-  std::vector<std::string> missing;
-  absl::MutexLock lock(&mu_);
-  for (const std::string& label : labels) {
-    if (embeddings_.count(label) == 0) missing.push_back(label);
-  }
-  return missing;
-}
-
-void LabelEmbeddingCache::Insert(const std::string& label, const at::Tensor& embedding) {
-  absl::MutexLock lock(&mu_);
-  if (embeddings_.size() >= kCapacity) return;
-  embeddings_.emplace(label, embedding.clone());
-}
-
-absl::StatusOr<at::Tensor> LabelEmbeddingCache::Rows(const std::vector<std::string>& labels) const {
-  std::vector<at::Tensor> rows;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const std::string& label : labels) {
-      auto it = embeddings_.find(label);
-      if (it == embeddings_.end()) {
-        return absl::NotFoundError(absl::StrCat("no embedding for label '", label, "'"));
-      }
-      rows.push_back(it->second);
-    }
-  }
-  c10::InferenceMode inference_mode;
-  return at::stack(rows);
-}
-
 namespace {
 
 // The planner docsparse.json asks for, if the checkpoint can run it; null
@@ -221,7 +189,7 @@ bool IsSeq2SeqCheckpoint(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
                                                              const std::string& path,
-                                                             std::optional<Precision> precision) {
+                                                             const ModelLoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto model = std::make_unique<ServedModel>();
   model->name = name;
@@ -240,11 +208,12 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   ASSIGN_OR_RETURN(
       std::unique_ptr<AttentionMechanism> attention,
       MakeServingAttention(path, model->serving.attention, model->config, &model->sbm_clusters));
-  ASSIGN_OR_RETURN(model->encoder, Encoder::Create(path, model->config, std::move(attention),
-                                                   precision.value_or(model->serving.precision)));
+  ASSIGN_OR_RETURN(model->encoder,
+                   Encoder::Create(path, model->config, std::move(attention),
+                                   options.precision.value_or(model->serving.precision)));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
-  model->labels = std::make_unique<LabelEmbeddingCache>();
+  model->labels = std::make_unique<LabelEmbeddingCache>(options.label_cache_bytes);
   if (model->config.has_classification_head) {
     ASSIGN_OR_RETURN(model->head, ClassificationHead::Load(path, model->config));
   }
@@ -254,7 +223,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
 }
 
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::string& repository, std::optional<Precision> precision) {
+    const std::string& repository, const ModelLoadOptions& options) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(repository, error)) {
@@ -266,7 +235,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     if (!entry.is_directory() || !fs::exists(entry.path() / "docsparse.json")) continue;
     const std::string name = entry.path().filename().string();
     absl::StatusOr<std::unique_ptr<ServedModel>> model =
-        LoadServedModel(name, entry.path().string(), precision);
+        LoadServedModel(name, entry.path().string(), options);
     if (!model.ok()) {
       return absl::Status(model.status().code(),
                           absl::StrCat("model '", name, "': ", model.status().message()));

@@ -11,9 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "model/attention/cost_model.h"
 #include "model/checkpoint/generation_config.h"
 #include "model/checkpoint/hf_config.h"
@@ -24,31 +22,9 @@
 #include "model/encoder/text_encoder.h"
 #include "model/seq2seq/seq2seq_model.h"
 #include "model/text/tokenizer.h"
+#include "server/label_embedding_cache.h"
 
 namespace docsparse {
-
-// Label embeddings for zero-shot classification, computed on first use and
-// kept: a label's embedding depends only on the model and its prompt.
-// Requests embed the labels they miss together with their document (in the
-// same batch) and insert them afterwards.
-class LabelEmbeddingCache {
- public:
-  static constexpr size_t kCapacity = 4096;
-
-  // The labels without an embedding yet, in order.
-  std::vector<std::string> Missing(const std::vector<std::string>& labels) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Keeps the first embedding inserted for a label, up to kCapacity labels
-  // (callers' label sets are unbounded over time; memory is not).
-  void Insert(const std::string& label, const at::Tensor& embedding) ABSL_LOCKS_EXCLUDED(mu_);
-  // [labels, h]; NotFound names a label that is not cached.
-  absl::StatusOr<at::Tensor> Rows(const std::vector<std::string>& labels) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<std::string, at::Tensor> embeddings_ ABSL_GUARDED_BY(mu_);
-};
 
 // One loaded model: an encoder (BERT family: embeddings, classification,
 // extractive summaries) or an encoder-decoder summarizer (BART, Pegasus,
@@ -91,14 +67,21 @@ struct ServedModel {
   int64_t max_sequence_length() const;
 };
 
+// How the server loads every model (its flags).
+struct ModelLoadOptions {
+  // When set (--precision), replaces every encoder model's docsparse.json
+  // "precision".
+  std::optional<Precision> precision;
+  // Each encoder model's label embedding cache (--label_cache_bytes).
+  size_t label_cache_bytes = LabelEmbeddingCache::kDefaultCapacityBytes;
+};
+
 class ModelRegistry {
  public:
   // Loads every sub-folder of `repository` that holds a docsparse.json.
   // Fails (naming the folder) if one of them does not load, or if none does.
-  // `precision`, when set (the server's --precision), replaces every encoder
-  // model's docsparse.json "precision".
-  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
-      const std::string& repository, std::optional<Precision> precision = std::nullopt);
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository,
+                                                             const ModelLoadOptions& options = {});
 
   // The model named `name`; an empty name means the default model (the one
   // whose docsparse.json says "default": true, else the first by name).
@@ -121,10 +104,10 @@ bool IsSeq2SeqCheckpoint(const std::string& path);
 // allocations.
 absl::Status WarmUp(const ServedModel& model);
 
-// Loads one model folder; `precision` as in ModelRegistry::Load.
-absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(
-    const std::string& name, const std::string& path,
-    std::optional<Precision> precision = std::nullopt);
+// Loads one model folder.
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
+                                                             const std::string& path,
+                                                             const ModelLoadOptions& options = {});
 
 }  // namespace docsparse
 

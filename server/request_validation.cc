@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -19,10 +20,14 @@
 namespace docsparse {
 
 absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Document& document,
-                                      const ServerLimits& limits) {
+                                      const ServerLimits& limits, OverflowPolicy overflow) {
   PreparedInput input;
+  // TRUNCATE reads one window whatever the length, so the token limit does
+  // not apply; the byte limit (and the message size) still bound the work.
   const int64_t token_limit =
-      std::min<int64_t>(limits.max_document_tokens, model.serving.max_document_tokens);
+      overflow == OverflowPolicy::kTruncate
+          ? std::numeric_limits<int64_t>::max()
+          : std::min<int64_t>(limits.max_document_tokens, model.serving.max_document_tokens);
   switch (document.content_case()) {
     case v1::Document::CONTENT_NOT_SET:
       return absl::InvalidArgumentError(
@@ -204,8 +209,21 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
       std::random_device entropy;
       options.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     }
+    // SBM's floor (model/attention/sbm_attention.h): a cap below it runs the
+    // floor, or is refused when strict, naming the minimum.
+    const double floor_density = SbmFloorDensity(TokenCounts(sequences));
+    const auto below_floor = [&](const char* field, double asked, double minimum,
+                                 const char* unit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", asked, " is below the minimum ", minimum, unit,
+                       " for this document on model '", model.name, "' (sbm: at least ",
+                       kSbmMinEdgesPerQuery, " expected edges per query)"));
+    };
     switch (budget.cap_case()) {
       case v1::SparsityBudget::kMaxDensity:
+        if (budget.strict() && budget.max_density() < floor_density) {
+          return below_floor("budget.max_density", budget.max_density(), floor_density, "");
+        }
         options.target_density = budget.max_density();
         break;
       case v1::SparsityBudget::kEdgeRegularization:
@@ -223,7 +241,13 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(
                              " is below the SBM memberships' own cost for this document on model '",
                              model.name, "'"));
           }
-          options.target_density = 1e-9;  // the sparsest plan; budget_met will say false
+          options.target_density = 1e-9;  // raised to the floor; budget_met will say false
+        }
+        if (budget.strict() && options.target_density < floor_density) {
+          ItemAttentionOptions at_floor = options;
+          at_floor.target_density = floor_density;
+          return below_floor("budget.max_attention_gflops", budget.max_attention_gflops(),
+                             PlannedAttentionFlops(model, at_floor, sequences) / 1e9, " GFLOP");
         }
         break;
       }
@@ -281,6 +305,10 @@ void FillAttentionKnobs(const ServedModel& model, const ItemAttentionOptions& op
 }
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost) {
+  // A plan raised to its planner's floor is not what the budget asked for;
+  // a plan that computed no attention at all meets no budget.
+  if (cost.raised_to_floor()) return false;
+  if (cost.input_tokens() > 0 && cost.TotalEdges() == 0) return false;
   switch (budget.cap_case()) {
     case v1::SparsityBudget::kMaxDensity:
       // Sampling planners (SBM) are held to the expectation they planned
@@ -335,6 +363,10 @@ absl::Status ValidateLabels(const std::vector<std::string>& labels) {
     }
     if (!ValidateUtf8(labels[i]).ok()) {
       return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: invalid UTF-8"));
+    }
+    // A blank label makes a prompt with nothing to compare against.
+    if (labels[i].find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("labels[", i, "]: blank (whitespace only)"));
     }
     if (!seen.insert(labels[i]).second) {
       return absl::InvalidArgumentError(

@@ -14,14 +14,9 @@
 #include "model/attention/cost_model.h"
 #include "model/checkpoint/serving_config.h"
 #include "server/model_registry.h"
+#include "server/request_price.h"
 
 namespace docsparse {
-
-// Hard limits of this server, whatever the model allows.
-struct ServerLimits {
-  int64_t max_document_bytes = 8 << 20;
-  int64_t max_document_tokens = 1 << 17;
-};
 
 struct PreparedInput {
   std::string text;  // empty when the request sent token ids
@@ -29,9 +24,12 @@ struct PreparedInput {
   double tokenize_ms = 0;
 };
 
-// Validates the document and tokenizes it.
+// Validates the document and tokenizes it. Over the token limit (the
+// model's max_document_tokens or the server's, whichever is lower) is
+// RESOURCE_EXHAUSTED, unless `overflow` is kTruncate: the task then reads
+// the first window only.
 absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Document& document,
-                                      const ServerLimits& limits);
+                                      const ServerLimits& limits, OverflowPolicy overflow);
 
 // The model and whether it serves `task` (docsparse.json "tasks").
 absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
@@ -86,7 +84,7 @@ PoolingMode ResolvePooling(v1::Pooling pooling, const ServedModel& model);
 // Labels one Classify may name: each is one more sequence to encode.
 inline constexpr size_t kMaxLabels = 256;
 
-// At most kMaxLabels; each non-empty, at most 1 KiB, valid UTF-8, unique.
+// At most kMaxLabels; each 1 byte to 1 KiB, valid UTF-8, not blank, unique.
 absl::Status ValidateLabels(const std::vector<std::string>& labels);
 
 bool HasGenerationParams(const v1::GenerationParams& params);

@@ -1,7 +1,7 @@
 // docsparse-server: loads the model repository, serves DocumentService,
-// grpc.health.v1 and reflection over gRPC, and /metrics, /healthz, /readyz
-// over HTTP. SIGINT/SIGTERM: health NOT_SERVING, finish in-flight work within
-// the grace period, exit 0.
+// KServe v2, grpc.health.v1 and reflection (v1 and v1alpha) over gRPC, and /metrics, /healthz,
+// /readyz over HTTP. SIGINT/SIGTERM: health NOT_SERVING, finish in-flight work within the grace
+// period, exit 0.
 #include <ATen/Parallel.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -22,6 +22,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_runtime.h"
+#include "grpc/health/v1/health.pb.h"
 #include "kernels/cpu_features.h"
 #include "server/compute_thread.h"
 #include "server/document_service.h"
@@ -31,6 +32,7 @@
 #include "server/metrics.h"
 #include "server/model_batchers.h"
 #include "server/model_registry.h"
+#include "server/reflection_v1_service.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
@@ -50,6 +52,17 @@ ABSL_FLAG(int, max_batch_size, 0,
 ABSL_FLAG(int, max_concurrent_streams, 64, "SummarizeStream calls running at once.");
 ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes.");
 ABSL_FLAG(int64_t, max_document_tokens, 1 << 17, "Largest document accepted, in tokens.");
+ABSL_FLAG(int64_t, max_request_tokens, 1 << 17,
+          "Most tokens one request may make the server encode, everything priced before it is "
+          "queued: document windows, label prompts, summary sentences, every document of a "
+          "KServe call. Above it: RESOURCE_EXHAUSTED naming the price (docs/RELIABILITY.md).");
+ABSL_FLAG(double, max_request_gflops, 2048,
+          "Most forward-pass GFLOPs one request may cost, priced by the cost model before it "
+          "is queued (encoder, attention plan and, for summaries, the decoder at full length "
+          "and beams). Above it: RESOURCE_EXHAUSTED naming the price.");
+ABSL_FLAG(int64_t, label_cache_bytes, 64 << 20,
+          "Bytes of zero-shot label embeddings each model keeps (least recently used "
+          "evicted first).");
 ABSL_FLAG(double, shutdown_grace_seconds, 30, "Time in-flight requests get on shutdown.");
 
 namespace docsparse {
@@ -113,18 +126,19 @@ int Serve() {
     return 1;
   }
 
-  std::optional<Precision> precision;
+  ModelLoadOptions load_options;
+  load_options.label_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_label_cache_bytes));
   if (const std::string flag = absl::GetFlag(FLAGS_precision); !flag.empty()) {
-    precision = ParsePrecision(flag);
-    if (!precision.has_value()) {
+    load_options.precision = ParsePrecision(flag);
+    if (!load_options.precision.has_value()) {
       std::cerr << "docsparse-server: --precision: \"" << flag
                 << "\" is not one of auto, fp32, bf16, int8\n";
       return 2;
     }
   }
   absl::StatusOr<std::unique_ptr<ModelRegistry>> registry;
-  compute.Run([&registry, &precision] {
-    registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), precision);
+  compute.Run([&registry, &load_options] {
+    registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), load_options);
   });
   if (!registry.ok()) {
     std::cerr << "docsparse-server: " << registry.status().message() << "\n";
@@ -134,6 +148,12 @@ int Serve() {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
     metrics.SetModelCompute(model->name, PrecisionName(model->precision()),
                             IsaName(HostCpuFeatures()));
+    if (model->labels != nullptr) {
+      metrics.SetLabelCacheSource(model->name, [cache = model->labels.get()] {
+        const LabelCacheStats stats = cache->stats();
+        return LabelCacheReading{stats.hits, stats.misses, stats.evictions, stats.bytes};
+      });
+    }
     std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
               << " in " << model->load_seconds << " s (" << PrecisionName(model->precision())
               << ")\n";
@@ -142,6 +162,8 @@ int Serve() {
   ServerLimits limits;
   limits.max_document_bytes = absl::GetFlag(FLAGS_max_document_bytes);
   limits.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
+  limits.max_request_tokens = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_request_gflops = absl::GetFlag(FLAGS_max_request_gflops);
   DocumentTasks tasks(**registry, limits);
   auto batchers = std::make_unique<ModelBatchers>(
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
@@ -149,6 +171,17 @@ int Serve() {
   DocumentService service(**registry, tasks, *batchers, metrics,
                           absl::GetFlag(FLAGS_max_concurrent_streams));
   KServeService kserve(**registry, tasks, *batchers, metrics);
+  // Reflection resolves what the generated pool holds; the health proto is
+  // there only if something links its generated code (gRPC's own health
+  // service is not protobuf C++), so name it here.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  ReflectionV1Service reflection_v1({
+      std::string(kServiceName),
+      inference::GRPCInferenceService::service_full_name(),
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection",
+  });
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -158,6 +191,7 @@ int Serve() {
                            grpc::InsecureServerCredentials(), &grpc_port);
   builder.RegisterService(&service);
   builder.RegisterService(&kserve);
+  builder.RegisterService(&reflection_v1);
   // Documents are large: allow the byte limit plus room for the envelope.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(limits.max_document_bytes + (1 << 20), INT32_MAX)));
@@ -186,12 +220,14 @@ int Serve() {
       return 1;
     }
   }
+  // gRPC first, /readyz last: whoever sees /readyz say ready (a Kubernetes
+  // probe) finds gRPC health SERVING too.
   service.SetReady(true);
   kserve.SetReady(true);
-  ready.store(true);
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
   health->SetServingStatus("inference.GRPCInferenceService", true);
+  ready.store(true);
   std::cout << "docsparse-server: ready" << std::endl;
 
   std::thread stopper([&] {

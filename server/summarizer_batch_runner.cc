@@ -31,8 +31,25 @@ absl::Status EncodeAndGenerate(const Seq2SeqModel& model, const SummarizerHooks&
     costs.push_back(&job->cost);
     configs.push_back(job->generation->config);
   }
+  // Polled before every encoder layer and every decoder step: the places a
+  // request's work can stop early. The deadline is checked first: a client
+  // whose deadline passed is also cancelled by gRPC, and the deadline is the
+  // better reason to give.
+  const auto abandoned = [&batch, stopped](size_t sequence) {
+    std::optional<GenerationStop>& stop = (*stopped)[sequence];
+    if (stop.has_value()) return true;
+    const std::optional<DropReason> reason = batch[sequence]->Abandoned(BatchClock::now());
+    if (reason.has_value()) {
+      stop = *reason == DropReason::kDeadline ? GenerationStop::kDeadline
+                                              : GenerationStop::kClientCancelled;
+    }
+    return stop.has_value();
+  };
+  encoder_batch.abandoned = abandoned;
   c10::InferenceMode inference_mode;
   absl::StatusOr<Seq2SeqEncoding> encoding = model.Encode(encoder_batch, costs);
+  // Every request left while encoding: each is answered with its reason.
+  if (absl::IsCancelled(encoding.status())) return absl::OkStatus();
   if (!encoding.ok()) return encoding.status();
   absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper = model.StartDecoding(*encoding, 1);
   if (!stepper.ok()) return stepper.status();
@@ -49,19 +66,8 @@ absl::Status EncodeAndGenerate(const Seq2SeqModel& model, const SummarizerHooks&
     const auto& on_token = batch[static_cast<size_t>(sequence)]->generation->on_token;
     if (on_token) on_token(static_cast<int32_t>(token));
   };
-  // Polled before every step: the one place a request's decoding can stop
-  // early. The deadline is checked first: a client whose deadline passed is
-  // also cancelled by gRPC, and the deadline is the better reason to give.
-  callbacks.is_cancelled = [&batch, stopped](int sequence) {
-    std::optional<GenerationStop>& stop = (*stopped)[static_cast<size_t>(sequence)];
-    if (stop.has_value()) return true;
-    const EncodeJob& job = *batch[static_cast<size_t>(sequence)];
-    if (BatchClock::now() >= job.pending.deadline) {
-      stop = GenerationStop::kDeadline;
-    } else if (job.is_cancelled && job.is_cancelled()) {
-      stop = GenerationStop::kClientCancelled;
-    }
-    return stop.has_value();
+  callbacks.is_cancelled = [&abandoned](int sequence) {
+    return abandoned(static_cast<size_t>(sequence));
   };
   absl::StatusOr<GenerationResult> result = Generate(metered, configs, callbacks);
   if (!result.ok()) return result.status();

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,8 +23,12 @@ class ServerProcess {
  public:
   // Runs `binary` with `args`; returns once it printed "ready" (true), or it
   // exited or `timeout` passed (false, with what it printed in output()).
+  // `on_listening` (may be empty) is called once the server printed its
+  // addresses, before it is ready (it must return quickly).
   bool Start(const std::string& binary, const std::vector<std::string>& args,
-             std::chrono::seconds timeout = std::chrono::seconds(120)) {
+             std::chrono::seconds timeout = std::chrono::seconds(120),
+             const std::function<void(const std::string& grpc_address,
+                                      const std::string& http_address)>& on_listening = nullptr) {
     int out[2];
     if (pipe(out) != 0) return false;
     pid_ = fork();
@@ -49,6 +54,7 @@ class ServerProcess {
         grpc_address_ = output_.substr(begin, output_.find(' ', begin) - begin);
         const size_t http = output_.find("http=", begin) + 5;
         http_address_ = output_.substr(http, output_.find('\n', http) - http);
+        if (on_listening) on_listening(grpc_address_, http_address_);
       }
       if (output_.find("docsparse-server: ready") != std::string::npos) {
         // Keep draining the pipe: a server blocked on a full pipe (64 KiB of

@@ -4,6 +4,7 @@
 // what reaches the Prometheus exposition.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -23,7 +24,12 @@ class SbmServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(testing::MiniLmPresent());
-    const fs::path repository = fs::path(::testing::TempDir()) / "docsparse-sbm-repository";
+    // One folder per process: ctest runs each test of the suite as its own
+    // process, two at a time, and a shared folder was wiped under a running
+    // server (its SetUpTestSuite failed, which ctest reports as skipped).
+    repository_ =
+        fs::path(::testing::TempDir()) / ("docsparse-sbm-repository." + std::to_string(getpid()));
+    const fs::path& repository = repository_;
     const fs::path model = repository / "minilm-sbm";
     fs::remove_all(repository);
     fs::create_directories(repository);
@@ -48,12 +54,15 @@ class SbmServerTest : public ::testing::Test {
     delete server_;
     server_ = nullptr;
     client_ = nullptr;
+    fs::remove_all(repository_);
   }
 
   static testing::RunningServer* server_;
   static DocsparseClient* client_;
+  static fs::path repository_;
 };
 
+fs::path SbmServerTest::repository_;
 testing::RunningServer* SbmServerTest::server_ = nullptr;
 DocsparseClient* SbmServerTest::client_ = nullptr;
 
@@ -109,7 +118,9 @@ TEST_F(SbmServerTest, ThreeBudgetsOrderDensityAndFlopsAndReachMetrics) {
 
 TEST_F(SbmServerTest, EdgeRegularizationIsServedAndOtherPlannersRefused) {
   v1::EmbedRequest request;
-  request.mutable_document()->set_text("A short document about software licenses and copying.");
+  // Long enough that β = 2 stays above SBM's floor of 4 expected edges per
+  // query (on a dozen tokens that floor is denser than the calibrated model).
+  request.mutable_document()->set_text(testing::ReadFile("/usr/share/common-licenses/Apache-2.0"));
   request.mutable_budget()->set_edge_regularization(2.0);
   auto sparse = client_->Embed(request);
   ASSERT_TRUE(sparse.ok()) << sparse.status();
@@ -125,6 +136,58 @@ TEST_F(SbmServerTest, EdgeRegularizationIsServedAndOtherPlannersRefused) {
   EXPECT_NE(wrong.status().message().find("budget.attention"), std::string::npos);
   EXPECT_NE(wrong.status().message().find("ATTENTION_KIND_DENSE"), std::string::npos)
       << wrong.status();
+}
+
+// SBM's floor (issue 21): budgets that would leave next to no attention
+// edges (max_density 1e-9, edge_regularization 1e308) ran with zero edges,
+// said budget_met, and gave an embedding at cosine 0.43. Now strict ones
+// are refused naming the minimum, and the others run the floor and say the
+// budget was not met.
+TEST_F(SbmServerTest, BudgetsBelowTheFloorRunTheFloorOrAreRefused) {
+  const std::string text = testing::ReadFile("/usr/share/common-licenses/Apache-2.0");
+  v1::EmbedRequest request;
+  request.mutable_document()->set_text(text);
+  request.mutable_budget()->set_seed(3);
+  auto unbudgeted = client_->Embed(request);
+  ASSERT_TRUE(unbudgeted.ok()) << unbudgeted.status();
+
+  request.mutable_budget()->set_max_density(1e-9);
+  request.mutable_budget()->set_strict(true);
+  auto strict = client_->Embed(request);
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(strict.status().message().find("budget.max_density: 1e-09 is below the minimum"),
+            std::string::npos)
+      << strict.status();
+  EXPECT_NE(strict.status().message().find("4 expected edges per query"), std::string::npos);
+
+  request.mutable_budget()->set_strict(false);
+  auto floored = client_->Embed(request);
+  ASSERT_TRUE(floored.ok()) << floored.status();
+  request.mutable_budget()->set_edge_regularization(1e308);
+  auto huge_beta = client_->Embed(request);
+  ASSERT_TRUE(huge_beta.ok()) << huge_beta.status();
+  for (const auto* response : {&*floored, &*huge_beta}) {
+    const v1::CostReport& cost = response->cost();
+    EXPECT_FALSE(cost.budget_met());
+    // About 4 edges per query and head: ~4 / 512 of a window's pairs.
+    EXPECT_GT(cost.attention_edges(), 2 * cost.input_tokens() * 12 * 6);
+    EXPECT_GT(cost.mean_density(), 0.004);
+    double dot = 0;
+    for (int i = 0; i < unbudgeted->embedding_size(); ++i) {
+      dot += unbudgeted->embedding(i) * response->embedding(i);
+    }
+    // 0.43 with no edges at all; the floor keeps the embedding meaningful.
+    std::printf("floored: density %.4f, cosine to unbudgeted %.3f\n",
+                response->cost().mean_density(), dot);
+    EXPECT_GT(dot, 0.5);
+  }
+
+  // A strict β is only known to be below the floor once the planner ran.
+  request.mutable_budget()->set_strict(true);
+  auto strict_beta = client_->Embed(request);
+  EXPECT_EQ(strict_beta.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(strict_beta.status().message().find("budget.edge_regularization"), std::string::npos)
+      << strict_beta.status();
 }
 
 TEST_F(SbmServerTest, ARequestMayRunDenseAttentionInsteadAndSaysSo) {

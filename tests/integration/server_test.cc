@@ -272,6 +272,11 @@ TEST_F(ServerTest, ClassifyAndSummarizeValidateTheirFields) {
   auto duplicate = client_->Classify(classify);
   EXPECT_EQ(duplicate.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(duplicate.status().message().find("labels[1]"), std::string::npos);
+  // A whitespace-only label is no label.
+  classify.set_labels(1, " \t ");
+  auto blank = client_->Classify(classify);
+  EXPECT_EQ(blank.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(blank.status().message().find("labels[1]: blank"), std::string::npos) << blank.status();
 
   v1::SummarizeRequest summarize;
   summarize.mutable_document()->mutable_token_ids()->add_ids(2023);

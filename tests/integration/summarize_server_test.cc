@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -42,7 +43,12 @@ class SummarizeServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(testing::MiniLmPresent());
-    const fs::path repository = fs::path(::testing::TempDir()) / "docsparse-summarize-repository";
+    // One folder per process: ctest runs each test of the suite as its own
+    // process, two at a time, and a shared folder was wiped under a running
+    // server (its SetUpTestSuite failed, which ctest reports as skipped).
+    repository_ = fs::path(::testing::TempDir()) /
+                  ("docsparse-summarize-repository." + std::to_string(getpid()));
+    const fs::path& repository = repository_;
     fs::remove_all(repository);
     fs::create_directories(repository);
     // Batches wait up to 300 ms for company, so requests sent together share
@@ -72,6 +78,7 @@ class SummarizeServerTest : public ::testing::Test {
     delete server_;
     server_ = nullptr;
     client_ = nullptr;
+    fs::remove_all(repository_);
   }
 
   static v1::SummarizeRequest Request(const std::string& model, int beams, int max_length = 0) {
@@ -107,8 +114,10 @@ class SummarizeServerTest : public ::testing::Test {
 
   static testing::RunningServer* server_;
   static DocsparseClient* client_;
+  static fs::path repository_;
 };
 
+fs::path SummarizeServerTest::repository_;
 testing::RunningServer* SummarizeServerTest::server_ = nullptr;
 DocsparseClient* SummarizeServerTest::client_ = nullptr;
 

@@ -108,6 +108,18 @@ TEST_F(BatchFormerTest, ExpiredAndCancelledRequestsAreDroppedBeforeCompute) {
   EXPECT_THAT(decision.take, ElementsAre(2, 3));
 }
 
+// gRPC cancels a call when its deadline passes: such a request is counted
+// as expired (DEADLINE_EXCEEDED), not as cancelled by its client.
+TEST_F(BatchFormerTest, ACancelledRequestPastItsDeadlineCountsAsExpired) {
+  std::vector<PendingRequest> queue = {Request(0), Request(0)};
+  queue[0].deadline = kStart + milliseconds(3);
+  queue[0].cancelled = true;
+  queue[1].cancelled = true;
+  const BatchDecision decision = FormBatch(queue, kStart + milliseconds(6), limits_);
+  EXPECT_THAT(decision.drop_expired, ElementsAre(0));
+  EXPECT_THAT(decision.drop_cancelled, ElementsAre(1));
+}
+
 TEST_F(BatchFormerTest, DropsAreReportedEvenWhenTheRestWaits) {
   std::vector<PendingRequest> queue = {Request(0), Request(4)};
   queue[0].cancelled = true;

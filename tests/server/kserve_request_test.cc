@@ -90,10 +90,51 @@ TEST(KServeRequestTest, BudgetAndOptionParameters) {
   EXPECT_THAT(call->labels, ElementsAre("software license", "recipe"));
 }
 
+// KServe's own client (InferenceGRPCClient) sends bool, int64 and string
+// parameters only: numbers as strings must work.
+TEST(KServeRequestTest, NumbersAndBoolsAsStringsForKServeClients) {
+  inference::ModelInferRequest request = TextRequest({"a"});
+  auto& parameters = *request.mutable_parameters();
+  parameters["max_density"].set_string_param(" 0.2 ");
+  parameters["strict"].set_string_param("True");
+  parameters["seed"].set_string_param("18446744073709551615");
+  parameters["temperature"].set_string_param("0.05");
+  absl::StatusOr<KServeInferCall> call = ParseKServeInferRequest(request);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_DOUBLE_EQ(call->budget.max_density(), 0.2);
+  EXPECT_TRUE(call->budget.strict());
+  EXPECT_EQ(call->budget.seed(), 18446744073709551615u);
+  ASSERT_TRUE(call->temperature.has_value());
+  EXPECT_FLOAT_EQ(*call->temperature, 0.05f);
+
+  request = TextRequest({"a"});
+  (*request.mutable_parameters())["edge_regularization"].set_string_param("1.5e0");
+  call = ParseKServeInferRequest(request);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_DOUBLE_EQ(call->budget.edge_regularization(), 1.5);
+}
+
 TEST(KServeRequestTest, ParameterErrorsNameTheField) {
   inference::ModelInferRequest request = TextRequest({"a"});
   (*request.mutable_parameters())["max_density"].set_string_param("half");
-  EXPECT_EQ(ErrorOf(request), "parameters.max_density: expected a double");
+  EXPECT_EQ(ErrorOf(request), "parameters.max_density: 'half' is not a finite number");
+
+  request = TextRequest({"a"});
+  (*request.mutable_parameters())["max_density"].set_string_param("nan");
+  EXPECT_EQ(ErrorOf(request), "parameters.max_density: 'nan' is not a finite number");
+
+  request = TextRequest({"a"});
+  (*request.mutable_parameters())["max_density"].set_bool_param(true);
+  EXPECT_EQ(ErrorOf(request),
+            "parameters.max_density: expected a double, an int64 or a numeric string");
+
+  request = TextRequest({"a"});
+  (*request.mutable_parameters())["strict"].set_string_param("maybe");
+  EXPECT_THAT(ErrorOf(request), HasSubstr("parameters.strict: expected a bool"));
+
+  request = TextRequest({"a"});
+  (*request.mutable_parameters())["seed"].set_string_param("-3");
+  EXPECT_THAT(ErrorOf(request), HasSubstr("parameters.seed: expected a non-negative"));
 
   request = TextRequest({"a"});
   (*request.mutable_parameters())["max_density"].set_double_param(0.5);
@@ -183,6 +224,12 @@ TEST(KServeRequestTest, CostTotalsWeightDensityByPairs) {
   EXPECT_DOUBLE_EQ(response.parameters().at("density").double_param(), 200.0 / 500.0);
   EXPECT_DOUBLE_EQ(response.parameters().at("attention_gflops").double_param(), 3.0);
   EXPECT_FALSE(response.parameters().at("budget_met").bool_param());
+  // Every figure also as JSON in a string, which KServe's client keeps.
+  const std::string cost = response.parameters().at("cost").string_param();
+  EXPECT_THAT(cost, HasSubstr("\"attention_edges\":\"200\""));
+  EXPECT_THAT(cost, HasSubstr("\"mean_density\":0.4"));
+  EXPECT_THAT(cost, HasSubstr("\"attention_flops\":3000000000"));
+  EXPECT_THAT(cost, HasSubstr("\"budget_met\":false"));
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
     {"docsparse_request_flops", "histogram"},
     {"docsparse_budget_unmet_total", "counter"},
     {"docsparse_dropped_requests_total", "counter"},
+    {"docsparse_stopped_requests_total", "counter"},
     {"docsparse_generated_tokens_total", "counter"},
     {"docsparse_time_to_first_token_seconds", "histogram"},
     {"docsparse_decode_step_seconds", "histogram"},
@@ -316,10 +317,38 @@ TEST(MetricsTest, StatusCodesGaugesAndDrops) {
             0);
   EXPECT_EQ(exposition.Value(R"(docsparse_dropped_requests_total{model="m",reason="queue_full"})"),
             2);
+  EXPECT_EQ(exposition.Value(R"(docsparse_stopped_requests_total{model="m",reason="deadline"})"),
+            0);
+  EXPECT_FALSE(
+      exposition.Has(R"(docsparse_stopped_requests_total{model="m",reason="queue_full"})"));
   EXPECT_EQ(exposition.Value(R"(docsparse_queue_depth{model="m"})"), 7);
   EXPECT_EQ(exposition.Value(R"(docsparse_inflight_requests{model="m"})"), 2);
   EXPECT_TRUE(exposition.Has("docsparse_mask_density_count{" + labels + ",attention=\"sbm\"}"));
   EXPECT_FALSE(exposition.Has("docsparse_mask_density_count{" + labels + ",attention=\"dense\"}"));
+}
+
+TEST(MetricsTest, StoppedRequestsAndTheLabelCacheReadAtEachScrape) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  model.CountStopped(DropReason::kCancelled);
+  model.CountStopped(DropReason::kDeadline);
+  model.CountStopped(DropReason::kDeadline);
+  LabelCacheReading reading{5, 3, 1, 4096};
+  metrics.SetLabelCacheSource("m", [&reading] { return reading; });
+  Exposition exposition = Render(metrics);
+  EXPECT_EQ(exposition.Value(R"(docsparse_stopped_requests_total{model="m",reason="deadline"})"),
+            2);
+  EXPECT_EQ(exposition.Value(R"(docsparse_stopped_requests_total{model="m",reason="cancelled"})"),
+            1);
+  EXPECT_EQ(exposition.types().at("docsparse_label_cache_hits_total"), "counter");
+  EXPECT_EQ(exposition.types().at("docsparse_label_cache_bytes"), "gauge");
+  EXPECT_EQ(exposition.Value(R"(docsparse_label_cache_hits_total{model="m"})"), 5);
+  EXPECT_EQ(exposition.Value(R"(docsparse_label_cache_misses_total{model="m"})"), 3);
+  EXPECT_EQ(exposition.Value(R"(docsparse_label_cache_evictions_total{model="m"})"), 1);
+  EXPECT_EQ(exposition.Value(R"(docsparse_label_cache_bytes{model="m"})"), 4096);
+  reading.hits = 9;
+  exposition = Render(metrics);
+  EXPECT_EQ(exposition.Value(R"(docsparse_label_cache_hits_total{model="m"})"), 9);
 }
 
 TEST(MetricsTest, UnknownModelShowsOnceUsed) {

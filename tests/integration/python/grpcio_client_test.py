@@ -4,7 +4,8 @@
 Generates stubs from proto/ with grpcio-tools, starts docsparse-server on
 loopback, and checks: grpc.health.v1 says SERVING, server reflection lists
 DocumentService, every DocumentService RPC answers, and each error status of
-DESIGN.md comes back with the field named. Prints "N passed, M failed".
+DESIGN.md comes back with the field named. Reflection (v1alpha and v1) lists
+the services and resolves each of them. Prints "N passed, M failed".
 """
 import argparse
 import math
@@ -25,17 +26,45 @@ GPL3 = "/usr/share/common-licenses/GPL-3"
 
 
 def generate_stubs(proto_dir, out_dir):
+    import shutil
+
     import grpc_tools
 
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    # Reflection v1's stubs would land in a Python package "grpc", which the
+    # grpc library owns: generate them from a copy at another path (module
+    # reflection_v1.reflection_pb2; the proto package stays grpc.reflection.v1).
+    copies = os.path.join(out_dir, "proto-copies")
+    os.makedirs(os.path.join(copies, "reflection_v1"))
+    shutil.copy(os.path.join(proto_dir, "grpc/reflection/v1/reflection.proto"),
+                os.path.join(copies, "reflection_v1/reflection.proto"))
     code = protoc.main([
-        "protoc", f"-I{proto_dir}", f"-I{include}", f"--python_out={out_dir}",
+        "protoc", f"-I{proto_dir}", f"-I{copies}", f"-I{include}", f"--python_out={out_dir}",
         f"--grpc_python_out={out_dir}",
         os.path.join(proto_dir, "docsparse/v1/docsparse.proto"),
+        os.path.join(copies, "reflection_v1/reflection.proto"),
     ])
     if code != 0:
         raise RuntimeError("protoc failed")
     sys.path.insert(0, out_dir)
+
+
+def resolve_symbol(reflection_pb2, reflection_pb2_grpc, channel, symbol):
+    """The file descriptors reflection returns for `symbol`, as a pool."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    [response] = list(stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol)]),
+        timeout=10))
+    assert not response.HasField("error_response"), response.error_response
+    pool = descriptor_pool.DescriptorPool()
+    files = [descriptor_pb2.FileDescriptorProto.FromString(raw)
+             for raw in response.file_descriptor_response.file_descriptor_proto]
+    # Dependencies first, as a client adds them.
+    for proto in reversed(files):
+        pool.Add(proto)
+    return pool
 
 
 def start_server(binary, repository):
@@ -143,6 +172,32 @@ def main():
             names = [s.name for r in responses for s in r.list_services_response.service]
             assert "docsparse.v1.DocumentService" in names, names
             assert "grpc.health.v1.Health" in names, names
+            # Every listed service resolves (grpc.health.v1.Health did not).
+            for name in names:
+                pool = resolve_symbol(reflection_pb2, reflection_pb2_grpc, channel, name)
+                assert pool.FindServiceByName(name).full_name == name
+
+        def reflection_v1():
+            # Current clients (grpcurl, grpcui) ask for v1 first.
+            from reflection_v1 import reflection_pb2 as v1, reflection_pb2_grpc as v1_grpc
+            stub = v1_grpc.ServerReflectionStub(channel)
+            [listed] = list(stub.ServerReflectionInfo(
+                iter([v1.ServerReflectionRequest(list_services="")]), timeout=10))
+            names = [s.name for s in listed.list_services_response.service]
+            for name in ("docsparse.v1.DocumentService", "inference.GRPCInferenceService",
+                         "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"):
+                assert name in names, names
+            pool = resolve_symbol(v1, v1_grpc, channel, "docsparse.v1.DocumentService")
+            method = pool.FindServiceByName("docsparse.v1.DocumentService").FindMethodByName(
+                "Embed")
+            assert method.input_type.full_name == "docsparse.v1.EmbedRequest"
+            pool.FindMessageTypeByName("docsparse.v1.CostReport")
+            responses = list(stub.ServerReflectionInfo(iter([
+                v1.ServerReflectionRequest(file_containing_symbol="no.such.Symbol"),
+                v1.ServerReflectionRequest(file_by_filename="grpc/health/v1/health.proto"),
+            ]), timeout=10))
+            assert responses[0].error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
+            assert len(responses[1].file_descriptor_response.file_descriptor_proto) == 1
 
         def list_models():
             models = stub.ListModels(pb.ListModelsRequest(), timeout=10).models
@@ -197,7 +252,8 @@ def main():
 
 
         checks.run("health SERVING", health)
-        checks.run("reflection lists the services", reflection)
+        checks.run("reflection lists the services and resolves each", reflection)
+        checks.run("reflection v1 lists, resolves and names what it lacks", reflection_v1)
         checks.run("ListModels", list_models)
         checks.run("Embed", embed)
         checks.run("Classify GPL-3", classify)

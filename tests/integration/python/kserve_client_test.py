@@ -223,9 +223,13 @@ def main():
             # An int64 cap is a double cap.
             response = kserve.ModelInfer(infer_request(TEXTS[:1], max_density=1), timeout=60)
             assert response.parameters["budget_met"].bool_param, response.parameters
+            # A numeric string is a number (KServe's own client sends no
+            # doubles); any other string is an error naming the parameter.
+            response = kserve.ModelInfer(infer_request(TEXTS[:1], max_density="1.0"), timeout=60)
+            assert response.parameters["budget_met"].bool_param, response.parameters
             expect_error(kserve.ModelInfer, infer_request(TEXTS[:1], max_density="half"),
                          grpc.StatusCode.INVALID_ARGUMENT,
-                         "parameters.max_density: expected a double")
+                         "parameters.max_density: 'half' is not a finite number")
             expect_error(kserve.ModelInfer, infer_request([gpl], overflow="reject"),
                          grpc.StatusCode.RESOURCE_EXHAUSTED, "512")
             truncated = kserve.ModelInfer(infer_request([gpl], overflow="truncate"), timeout=120)
