@@ -18,7 +18,7 @@ run_case() { # MAX_BATCH TOKENS CONCURRENCY
   local pid=$!
   for _ in $(seq 1 300); do grep -q 'docsparse-server: ready' "$log" && break; sleep 0.2; done
   local address
-  address=$(sed -n 's/.*listening grpc=\([^ ]*\).*/\1/p' "$log" | head -n 1)
+  address=$(sed -n 's/.*listening grpc=\([^ ]*\).*/\1/p;T;q' "$log")
   "$build/client/docsparse" --server="$address" bench load --concurrency "$3" \
     --duration "$duration" --synthetic-tokens "$2" --deadline_ms 120000 --json 2>/dev/null |
     python3 -c "
