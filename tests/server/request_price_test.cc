@@ -1,7 +1,14 @@
 #include "server/request_price.h"
 
+#include <c10/core/InferenceMode.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/common/fixture_paths.h"
 
 namespace docsparse {
 namespace {
@@ -47,6 +54,49 @@ TEST(RequestPriceTest, AdmissionNamesThePriceItsPartsAndTheLimit) {
   EXPECT_THAT(std::string(refused.message()), HasSubstr("priced at 12.5 GFLOP"));
   EXPECT_THAT(std::string(refused.message()), HasSubstr("limit of 10 GFLOP per request"));
   EXPECT_THAT(std::string(refused.message()), HasSubstr("--max_request_gflops"));
+}
+
+// The decoder's price against the FLOPs the decoder itself counts when it
+// runs (DecoderStepper::flops: cross-attention keys and values, then every
+// step), on the tiny BART fixture: an upper estimate, not far above.
+TEST(RequestPriceTest, DecoderFlopsBoundWhatTheDecoderCounts) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("request-price-bart." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(testing::FixturePath("seq2seq/bart"))) {
+    fs::copy_file(entry.path(), dir / entry.path().filename());
+  }
+  std::ofstream(dir / "docsparse.json") << R"({"tasks": ["summarize"]})";
+  absl::StatusOr<std::unique_ptr<ServedModel>> model = LoadServedModel("bart", dir.string());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Seq2SeqModel& seq2seq = *(*model)->seq2seq;
+
+  c10::InferenceMode inference_mode;
+  EncoderBatch batch;
+  batch.sequences = {{0, 31, 32, 33, 34, 35, 36, 37, 38, 2}};
+  absl::StatusOr<Seq2SeqEncoding> encoding = seq2seq.Encode(batch, {});
+  ASSERT_TRUE(encoding.ok()) << encoding.status();
+  for (const int beams : {1, 3}) {
+    absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper =
+        seq2seq.StartDecoding(*encoding, beams);
+    ASSERT_TRUE(stepper.ok()) << stepper.status();
+    GenerationConfig generation;
+    generation.num_beams = beams;
+    generation.max_length = 12;
+    // Generation feeds the start token, then one token a step: max_length - 1
+    // steps at most.
+    for (int step = 0; step + 1 < generation.max_length; ++step) {
+      ASSERT_TRUE((*stepper)->Step(at::full({beams}, 2, at::kLong)).ok());
+    }
+    const double counted = (*stepper)->flops();
+    const double priced = DecoderFlops(**model, generation, encoding->valid_rows[0]);
+    SCOPED_TRACE(beams);
+    EXPECT_GE(priced, counted);
+    EXPECT_LE(priced, 1.5 * counted);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
