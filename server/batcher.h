@@ -59,8 +59,9 @@ struct EncodeJob {
   std::unique_ptr<GenerationJob> generation;
   // Called once, on the thread that ran the batch (or on the batcher thread
   // for a job dropped before compute): the result, or DEADLINE_EXCEEDED /
-  // CANCELLED when dropped before compute (or, while generating, when the
-  // client left or the deadline passed), or the model's error.
+  // CANCELLED when its deadline passed or its client left (before compute,
+  // or while computing: it then stopped between layers or decoding steps),
+  // or the model's error.
   std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
 
   // Why nobody waits for this job any more at `now`, if so: its deadline

@@ -115,6 +115,34 @@ TEST_F(SummarizerBatchRunnerTest, RequestsDecodeTogetherAndStopAlone) {
   EXPECT_EQ(steps.load(), 29);
 }
 
+// A batch nobody waits for any more stops in the encoder, before a single
+// decoding step, and each request hears its own reason.
+TEST_F(SummarizerBatchRunnerTest, ABatchWhoseClientsAllLeftStopsInTheEncoder) {
+  int steps = 0;
+  std::map<GenerationStop, int> stops;
+  SummarizerHooks hooks;
+  hooks.on_decode_step = [&steps](double) { ++steps; };
+  hooks.on_generation_stopped = [&stops](GenerationStop stop) { ++stops[stop]; };
+  SummarizerBatchRunner runner(*model_, hooks);
+  std::map<std::string, absl::Status> outcomes;
+  std::map<std::string, std::vector<int32_t>> tokens;
+  std::vector<std::unique_ptr<EncodeJob>> batch;
+  auto gone = Job("gone", "The committee met on Tuesday.", Config(1, 30), &outcomes, &tokens);
+  gone->is_cancelled = [] { return true; };
+  batch.push_back(std::move(gone));
+  auto late = Job("late", "Nobody waits for this one.", Config(1, 30), &outcomes, &tokens);
+  late->pending.deadline = BatchClock::now();
+  batch.push_back(std::move(late));
+  runner.Run(std::move(batch));
+
+  EXPECT_EQ(outcomes["gone"].code(), absl::StatusCode::kCancelled) << outcomes["gone"];
+  EXPECT_EQ(outcomes["late"].code(), absl::StatusCode::kDeadlineExceeded) << outcomes["late"];
+  EXPECT_TRUE(tokens["gone"].empty());
+  EXPECT_EQ(steps, 0);
+  EXPECT_EQ(stops[GenerationStop::kClientCancelled], 1);
+  EXPECT_EQ(stops[GenerationStop::kDeadline], 1);
+}
+
 TEST_F(SummarizerBatchRunnerTest, AloneOrBatchedTheTokensAreTheSame) {
   const std::vector<std::string> texts = {"The committee met on Tuesday to review the budget.",
                                           "Roads", "A vote on the new park is planned for March."};
