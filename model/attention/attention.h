@@ -56,8 +56,9 @@ struct AttentionInputs {
   // [batch], or empty: every item with default options.
   std::vector<ItemAttentionOptions> item_options;
   // The model's precision (kFp32 or kBf16). With kBf16 a mechanism may run its
-  // matrix products in bf16 (dense does, and LSG on AMX: q·kᵀ and p·v on the
-  // CPU's bf16 hardware) or convert to fp32 (SBM); softmax accumulates in fp32.
+  // matrix products in bf16 (dense does, and LSG on AMX or AVX512-BF16: q·kᵀ
+  // and p·v on the CPU's bf16 hardware) or convert to fp32 (SBM); softmax
+  // accumulates in fp32.
   Precision precision = Precision::kFp32;
 };
 
@@ -77,8 +78,8 @@ class AttentionMechanism {
 };
 
 // softmax(q·kᵀ/√d + padding mask)·v over every real key; density 1. Runs on
-// the block-sparse executors with one span per query block (AMX tiles for a
-// bf16 model, AVX2 for fp32), reading q, k and v in place and returning a
+// the block-sparse executors with one span per query block (AMX tiles or
+// AVX512-BF16 dot products for a bf16 model, AVX-512/AVX2 for fp32), reading q, k and v in place and returning a
 // view of a [batch, seq, heads, head_dim] context; elsewhere BLAS (fp32) or
 // oneDNN's bf16 matmul with a fused softmax, the matrices materialised.
 std::unique_ptr<AttentionMechanism> MakeDenseAttention();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention.h"
 #include "kernels/block_sparse_attention_amx.h"
 #include "kernels/cpu_features.h"
@@ -109,25 +110,27 @@ struct DenseOperands {
         head_dim(static_cast<int32_t>(q.size(3))) {}
 };
 
-// A bf16 model on AMX: the tile executor reads q, k and v where they lie (the
-// projection's interleaved output) and writes a bf16 context; the score
-// matrix is never materialised. Blocks of 256 queries: the executor packs a
-// block's keys once for all its rows (512 tokens at d=32: 10% faster than
-// blocks of 128; 512 leaves two threads with too few blocks to share).
-at::Tensor AmxContext(const AttentionInputs& in, float scale, int num_threads) {
+// A bf16 model on AMX or AVX512-BF16: the bf16 executor reads q, k and v
+// where they lie (the projection's interleaved output) and writes a bf16
+// context; the score matrix is never materialised. Blocks of 256 queries:
+// the executor packs a block's keys once for all its rows (512 tokens at
+// d=32 on AMX: 10% faster than blocks of 128; 512 leaves two threads with
+// too few blocks to share).
+at::Tensor Bf16KernelContext(const AttentionInputs& in, float scale, int num_threads,
+                             Bf16AttentionExecutor executor) {
   const DenseOperands o(in, at::kBFloat16, /*block_rows=*/256);
   const auto bits = [](const at::Tensor& t) {
     return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
   };
-  Bf16AttentionParams params{bits(o.q),     bits(o.k),
-                             bits(o.v),     nullptr,
-                             o.batch,       o.heads,
-                             o.q_len,       o.k_len,
-                             o.head_dim,    scale,
+  Bf16AttentionParams params{bits(o.q),       bits(o.k),
+                             bits(o.v),       nullptr,
+                             o.batch,         o.heads,
+                             o.q_len,         o.k_len,
+                             o.head_dim,      scale,
                              LayoutOf4d(o.q), LayoutOf4d(o.k),
                              LayoutOf4d(o.v), LayoutOf4d(o.context)};
   params.out_bf16 = bits(o.context);
-  BlockSparseAttentionAmx(params, o.plan.View(), num_threads);
+  executor(params, o.plan.View(), num_threads);
   return o.context;
 }
 
@@ -170,8 +173,10 @@ class DenseAttention final : public AttentionMechanism {
     const int threads = at::get_num_threads();
     at::Tensor context;
     if (in.precision == Precision::kBf16) {
-      context = AmxBlockSparseAttentionAvailable(static_cast<int32_t>(head_dim))
-                    ? AmxContext(in, static_cast<float>(scale), threads)
+      const Bf16AttentionExecutor executor =
+          ChooseBf16AttentionExecutor(static_cast<int32_t>(head_dim));
+      context = executor != nullptr
+                    ? Bf16KernelContext(in, static_cast<float>(scale), threads, executor)
                     : Bf16Context(in, static_cast<float>(scale));
     } else {
       context = HostCpuFeatures().avx2_fma && head_dim % 8 == 0

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention.h"
 #include "kernels/block_sparse_attention_amx.h"
 #include "model/attention/context_buffer.h"
@@ -39,24 +40,29 @@ class LsgAttention final : public AttentionMechanism {
   at::Tensor Forward(const AttentionInputs& in,
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
-    const bool amx = in.precision == Precision::kBf16 &&
-                     AmxBlockSparseAttentionAvailable(static_cast<int32_t>(in.query.size(3)));
-    at::Tensor out = ContextBuffer(in.query, amx ? at::kBFloat16 : at::kFloat);
+    // bf16 products where the CPU has AMX or AVX512-BF16, else fp32.
+    const Bf16AttentionExecutor bf16 =
+        in.precision == Precision::kBf16
+            ? ChooseBf16AttentionExecutor(static_cast<int32_t>(in.query.size(3)))
+            : nullptr;
+    at::Tensor out = ContextBuffer(in.query, bf16 != nullptr ? at::kBFloat16 : at::kFloat);
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
       (*item_costs)[b].head_edges =
-          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, amx, out[b]);
+          ForwardItem(in, b, ApplyLsgKnobs(config_, options), options.seed, bf16, out[b]);
     }
     return out;
   }
 
  private:
   // Attends sequence b into `out` ([heads, seq, head_dim] view of the
-  // context buffer: bf16 on AMX, else fp32); returns the edges per head.
+  // context buffer: bf16 with a bf16 executor, else fp32); returns the edges
+  // per head.
   std::vector<int64_t> ForwardItem(const AttentionInputs& in, int64_t b, const LsgConfig& config,
-                                   uint64_t seed, bool amx, at::Tensor out) const {
+                                   uint64_t seed, Bf16AttentionExecutor bf16,
+                                   at::Tensor out) const {
     const int64_t heads = in.query.size(1);
     const int64_t seq = in.query.size(2);
     const int64_t d = in.query.size(3);
@@ -103,7 +109,7 @@ class LsgAttention final : public AttentionMechanism {
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     // q, and k and v of a full layout, are read where the projection left them.
-    if (amx) {
+    if (bf16 != nullptr) {
       const at::Tensor q16 = q.to(at::kBFloat16);
       const at::Tensor k16 = k.to(at::kBFloat16);
       const at::Tensor v16 = v.to(at::kBFloat16);
@@ -122,7 +128,7 @@ class LsgAttention final : public AttentionMechanism {
                                  LayoutOf3d(v16),
                                  LayoutOf3d(out)};
       params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-      BlockSparseAttentionAmx(params, plan.View(), threads);
+      bf16(params, plan.View(), threads);
       return plan.head_edges;
     }
     const at::Tensor q32 = q.to(at::kFloat);

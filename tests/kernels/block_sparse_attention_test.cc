@@ -8,6 +8,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/block_sparse_attention_amx.h"
+#include "kernels/block_sparse_attention_avx512_bf16.h"
 
 namespace docsparse {
 namespace {
@@ -389,6 +390,100 @@ TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {
   EXPECT_FALSE(AmxBlockSparseAttentionAvailable(16));
   EXPECT_FALSE(AmxBlockSparseAttentionAvailable(48));
   EXPECT_FALSE(AmxBlockSparseAttentionAvailable(160));
+}
+
+// The AVX512-BF16 executor (CPUs with BF16 dot products but no AMX): the
+// same parameters and the same tolerance as the AMX executor.
+std::vector<float> RunAvx512Bf16(const Bf16Problem& b, int threads) {
+  const Problem& p = b.problem;
+  std::vector<float> out(p.q.size(), -1.0f);
+  Bf16AttentionParams params{b.q.data(), b.k.data(),
+                             b.v.data(), out.data(),
+                             p.batch,    p.heads,
+                             p.q_len,    p.k_len,
+                             p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  BlockSparseAttentionAvx512Bf16(params, plan, threads);
+  return out;
+}
+
+#define SKIP_WITHOUT_AVX512_BF16(head_dim)                                 \
+  if (!Avx512Bf16BlockSparseAttentionAvailable(head_dim))                  \
+  GTEST_SKIP() << "no AVX512-BF16 on this CPU, or head_dim " << (head_dim) \
+               << " is not a multiple of 16"
+
+TEST(BlockSparseAttentionAvx512Bf16Test, RandomSpansAcrossKeyTilesMatchReference) {
+  // Head sizes 16 to 128; spans longer than the 256-key tile, odd tile
+  // lengths (a key pair with one key), blocks of 13 and 70 rows.
+  for (int head_dim : {16, 32, 64, 96, 128}) {
+    SKIP_WITHOUT_AVX512_BF16(head_dim);
+    for (int block_size : {13, 70}) {
+      const Bf16Problem b = ToBf16(
+          MakeProblem(2, 2, 140, 1301, head_dim, block_size, /*dense=*/false, head_dim, 600));
+      ExpectWithinBf16(RunAvx512Bf16(b, 2), Reference(b.problem));
+    }
+  }
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, ShortAndDenseSpansMatchReference) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  const Bf16Problem sparse = ToBf16(MakeProblem(1, 3, 64, 900, 32, 16, /*dense=*/false, 7));
+  ExpectWithinBf16(RunAvx512Bf16(sparse, 2), Reference(sparse.problem));
+  const Bf16Problem dense = ToBf16(MakeProblem(1, 2, 33, 1100, 64, 33, /*dense=*/true, 8));
+  ExpectWithinBf16(RunAvx512Bf16(dense, 2), Reference(dense.problem));
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, BlockWithoutSpansGivesZerosAndThreadsDoNotChangeBits) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  Bf16Problem b = ToBf16(MakeProblem(1, 1, 40, 40, 32, 20, /*dense=*/true, 3));
+  b.problem.spans = {{0, 40}};
+  b.problem.offsets = {0, 0, 1};  // first block empty
+  const std::vector<float> out = RunAvx512Bf16(b, 1);
+  for (int i = 0; i < 20 * 32; ++i) EXPECT_EQ(out[i], 0.0f);
+  ExpectWithinBf16(out, Reference(b.problem));
+  const Bf16Problem many = ToBf16(MakeProblem(2, 4, 50, 610, 64, 17, /*dense=*/false, 5, 80));
+  EXPECT_EQ(RunAvx512Bf16(many, 1), RunAvx512Bf16(many, 3));
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  const Bf16Problem b = ToBf16(MakeProblem(2, 3, 70, 70, 32, 16, /*dense=*/false, 12, 40));
+  const Problem& p = b.problem;
+  const Interleaved<uint16_t> x = Interleave(p, b.q, b.k, b.v, /*out_pad=*/16);
+  const int64_t width = int64_t{p.heads} * p.head_dim;
+  const std::vector<float> contiguous = RunAvx512Bf16(b, 2);
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  Bf16AttentionParams params{x.qkv.data(),
+                             x.qkv.data() + width,
+                             x.qkv.data() + 2 * width,
+                             nullptr,
+                             p.batch,
+                             p.heads,
+                             p.q_len,
+                             p.k_len,
+                             p.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                             x.q,
+                             x.k,
+                             x.v,
+                             x.out};
+  std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
+  params.out = out.data();
+  BlockSparseAttentionAvx512Bf16(params, plan, 2);
+  EXPECT_EQ(Gather(p, x, out, Identity), contiguous);
+
+  std::vector<uint16_t> out_bf16(static_cast<size_t>(x.out_size), 0);
+  params.out = nullptr;
+  params.out_bf16 = out_bf16.data();
+  BlockSparseAttentionAvx512Bf16(params, plan, 2);
+  std::vector<float> rounded = contiguous;
+  for (float& value : rounded) RoundToBf16(&value);
+  EXPECT_EQ(Gather(p, x, out_bf16, Bf16ToFloat), rounded);
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, HeadSizesOtherThanMultiplesOf16AreNotAvailable) {
+  EXPECT_FALSE(Avx512Bf16BlockSparseAttentionAvailable(8));
+  EXPECT_FALSE(Avx512Bf16BlockSparseAttentionAvailable(40));
 }
 
 }  // namespace
