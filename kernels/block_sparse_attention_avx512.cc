@@ -3,13 +3,8 @@
 // and the softmax's exponential by ExpNonPositive512.
 #include <immintrin.h>
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-
-#include "kernels/bf16.h"
 #include "kernels/block_sparse_attention_fp32_tile.h"
-#include "kernels/vector_exp.h"
+#include "kernels/online_softmax_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -84,29 +79,9 @@ DOCSPARSE_AVX512 void Scores(const Fp32Tile& t, int32_t padded_keys) {
 // the padding keys up to padded_keys get probability 0.
 DOCSPARSE_AVX512 void SoftmaxUpdate(const Fp32Tile& t, int32_t tile_keys, int32_t padded_keys) {
   for (int32_t r = 0; r < t.rows; ++r) {
-    float* row = t.scores + static_cast<int64_t>(r) * t.stride;
-    __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int32_t j = 0; j < tile_keys; j += 16) {
-      max16 = _mm512_mask_max_ps(max16, FirstLanes(tile_keys - j), max16, _mm512_loadu_ps(row + j));
-    }
-    const float new_max = std::max(t.row_max[r], _mm512_reduce_max_ps(max16));
-    const float correction = std::exp(t.row_max[r] - new_max);  // 0 on the first tile
-    const __m512 shift = _mm512_set1_ps(new_max);
-    __m512 sum16 = _mm512_setzero_ps();
-    for (int32_t j = 0; j < padded_keys; j += 16) {
-      const __mmask16 real = j < tile_keys ? FirstLanes(tile_keys - j) : __mmask16{0};
-      const __m512 e = _mm512_maskz_mov_ps(
-          real, ExpNonPositive512(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift)));
-      _mm512_storeu_ps(row + j, e);
-      sum16 = _mm512_add_ps(sum16, e);
-    }
-    float* acc = t.acc + static_cast<int64_t>(r) * t.head_dim;
-    const __m512 c = _mm512_set1_ps(correction);
-    for (int32_t i = 0; i < t.head_dim; i += 16) {
-      _mm512_storeu_ps(acc + i, _mm512_mul_ps(_mm512_loadu_ps(acc + i), c));
-    }
-    t.row_sum[r] = t.row_sum[r] * correction + _mm512_reduce_add_ps(sum16);
-    t.row_max[r] = new_max;
+    OnlineSoftmaxRowAvx512(t.scores + static_cast<int64_t>(r) * t.stride, tile_keys, padded_keys,
+                           t.acc + static_cast<int64_t>(r) * t.head_dim, t.head_dim, t.row_max + r,
+                           t.row_sum + r);
   }
 }
 

@@ -3,14 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
-#include "kernels/vector_exp.h"
+#include "kernels/online_softmax_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -143,35 +142,19 @@ DOCSPARSE_AVX512_BF16 void Scores(Scratch& s, int32_t rows, int32_t d, int32_t p
 }
 
 // Online-softmax update of every row over the tile's first tile_keys
-// scores, leaving bf16 probabilities (zero at the padding keys) for p·v.
+// scores, then the probabilities rounded to bf16 (zero at the padding keys)
+// for p·v.
 DOCSPARSE_AVX512_BF16 void SoftmaxUpdate(Scratch& s, int32_t rows, int32_t d, int32_t tile_keys,
                                          int32_t padded_keys) {
   for (int32_t r = 0; r < rows; ++r) {
-    const float* row = s.scores.data() + static_cast<size_t>(r) * kKeyTile;
+    float* row = s.scores.data() + static_cast<size_t>(r) * kKeyTile;
+    OnlineSoftmaxRowAvx512(row, tile_keys, padded_keys, s.acc.data() + static_cast<size_t>(r) * d,
+                           d, &s.row_max[r], &s.row_sum[r]);
     uint16_t* probabilities = s.probabilities.data() + static_cast<size_t>(r) * kKeyTile;
-    __m512 max16 = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int32_t j = 0; j < tile_keys; j += 16) {
-      max16 = _mm512_mask_max_ps(max16, FirstLanes(tile_keys - j), max16, _mm512_loadu_ps(row + j));
-    }
-    const float new_max = std::max(s.row_max[r], _mm512_reduce_max_ps(max16));
-    const float correction = std::exp(s.row_max[r] - new_max);  // 0 on the first tile
-    const __m512 shift = _mm512_set1_ps(new_max);
-    __m512 sum16 = _mm512_setzero_ps();
     for (int32_t j = 0; j < padded_keys; j += 16) {
-      const __mmask16 real = j < tile_keys ? FirstLanes(tile_keys - j) : __mmask16{0};
-      const __m512 e = _mm512_maskz_mov_ps(
-          real, ExpNonPositive512(_mm512_sub_ps(_mm512_loadu_ps(row + j), shift)));
-      sum16 = _mm512_add_ps(sum16, e);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(probabilities + j),
-                          (__m256i)_mm512_cvtneps_pbh(e));
+                          (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + j)));
     }
-    float* acc = s.acc.data() + static_cast<size_t>(r) * d;
-    const __m512 c = _mm512_set1_ps(correction);
-    for (int32_t i = 0; i < d; i += 16) {
-      _mm512_storeu_ps(acc + i, _mm512_mul_ps(_mm512_loadu_ps(acc + i), c));
-    }
-    s.row_sum[r] = s.row_sum[r] * correction + _mm512_reduce_add_ps(sum16);
-    s.row_max[r] = new_max;
   }
 }
 

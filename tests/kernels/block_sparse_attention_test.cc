@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention_amx.h"
 #include "kernels/block_sparse_attention_avx512_bf16.h"
 
@@ -281,7 +282,8 @@ Bf16Problem ToBf16(Problem p) {
   return out;
 }
 
-std::vector<float> RunAmx(const Bf16Problem& b, int threads) {
+// Runs one of the bf16 executors (AMX, AVX512-BF16) on contiguous operands.
+std::vector<float> RunBf16(Bf16AttentionExecutor executor, const Bf16Problem& b, int threads) {
   const Problem& p = b.problem;
   std::vector<float> out(p.q.size(), -1.0f);
   Bf16AttentionParams params{b.q.data(), b.k.data(),
@@ -290,8 +292,50 @@ std::vector<float> RunAmx(const Bf16Problem& b, int threads) {
                              p.q_len,    p.k_len,
                              p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
   BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
-  BlockSparseAttentionAmx(params, plan, threads);
+  executor(params, plan, threads);
   return out;
+}
+
+std::vector<float> RunAmx(const Bf16Problem& b, int threads) {
+  return RunBf16(&BlockSparseAttentionAmx, b, threads);
+}
+
+// A bf16 executor reading q, k and v from an interleaved [.., 3, heads, d]
+// projection and writing a padded context gives the contiguous run's values,
+// in fp32 and, rounded, in bf16.
+void ExpectInterleavedLayoutsAndBf16OutputAgree(Bf16AttentionExecutor executor) {
+  const Bf16Problem b = ToBf16(MakeProblem(2, 3, 70, 70, 32, 16, /*dense=*/false, 12, 40));
+  const Problem& p = b.problem;
+  const Interleaved<uint16_t> x = Interleave(p, b.q, b.k, b.v, /*out_pad=*/16);
+  const int64_t width = int64_t{p.heads} * p.head_dim;
+  const std::vector<float> contiguous = RunBf16(executor, b, 2);
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  Bf16AttentionParams params{x.qkv.data(),
+                             x.qkv.data() + width,
+                             x.qkv.data() + 2 * width,
+                             nullptr,
+                             p.batch,
+                             p.heads,
+                             p.q_len,
+                             p.k_len,
+                             p.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
+                             x.q,
+                             x.k,
+                             x.v,
+                             x.out};
+  std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
+  params.out = out.data();
+  executor(params, plan, 2);
+  EXPECT_EQ(Gather(p, x, out, Identity), contiguous);
+
+  std::vector<uint16_t> out_bf16(static_cast<size_t>(x.out_size), 0);
+  params.out = nullptr;
+  params.out_bf16 = out_bf16.data();
+  executor(params, plan, 2);
+  std::vector<float> rounded = contiguous;
+  for (float& value : rounded) RoundToBf16(&value);
+  EXPECT_EQ(Gather(p, x, out_bf16, Bf16ToFloat), rounded);
 }
 
 void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& want) {
@@ -352,38 +396,7 @@ TEST(BlockSparseAttentionAmxTest, ThreadCountDoesNotChangeBits) {
 
 TEST(BlockSparseAttentionAmxTest, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
   SKIP_WITHOUT_AMX(32);
-  const Bf16Problem b = ToBf16(MakeProblem(2, 3, 70, 70, 32, 16, /*dense=*/false, 12, 40));
-  const Problem& p = b.problem;
-  const Interleaved<uint16_t> x = Interleave(p, b.q, b.k, b.v, /*out_pad=*/16);
-  const int64_t width = int64_t{p.heads} * p.head_dim;
-  const std::vector<float> contiguous = RunAmx(b, 2);
-  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
-  Bf16AttentionParams params{x.qkv.data(),
-                             x.qkv.data() + width,
-                             x.qkv.data() + 2 * width,
-                             nullptr,
-                             p.batch,
-                             p.heads,
-                             p.q_len,
-                             p.k_len,
-                             p.head_dim,
-                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
-                             x.q,
-                             x.k,
-                             x.v,
-                             x.out};
-  std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
-  params.out = out.data();
-  BlockSparseAttentionAmx(params, plan, 2);
-  EXPECT_EQ(Gather(p, x, out, Identity), contiguous);
-
-  std::vector<uint16_t> out_bf16(static_cast<size_t>(x.out_size), 0);
-  params.out = nullptr;
-  params.out_bf16 = out_bf16.data();
-  BlockSparseAttentionAmx(params, plan, 2);
-  std::vector<float> rounded = contiguous;
-  for (float& value : rounded) RoundToBf16(&value);
-  EXPECT_EQ(Gather(p, x, out_bf16, Bf16ToFloat), rounded);
+  ExpectInterleavedLayoutsAndBf16OutputAgree(&BlockSparseAttentionAmx);
 }
 
 TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {
@@ -395,16 +408,7 @@ TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {
 // The AVX512-BF16 executor (CPUs with BF16 dot products but no AMX): the
 // same parameters and the same tolerance as the AMX executor.
 std::vector<float> RunAvx512Bf16(const Bf16Problem& b, int threads) {
-  const Problem& p = b.problem;
-  std::vector<float> out(p.q.size(), -1.0f);
-  Bf16AttentionParams params{b.q.data(), b.k.data(),
-                             b.v.data(), out.data(),
-                             p.batch,    p.heads,
-                             p.q_len,    p.k_len,
-                             p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
-  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
-  BlockSparseAttentionAvx512Bf16(params, plan, threads);
-  return out;
+  return RunBf16(&BlockSparseAttentionAvx512Bf16, b, threads);
 }
 
 #define SKIP_WITHOUT_AVX512_BF16(head_dim)                                 \
@@ -447,38 +451,7 @@ TEST(BlockSparseAttentionAvx512Bf16Test, BlockWithoutSpansGivesZerosAndThreadsDo
 
 TEST(BlockSparseAttentionAvx512Bf16Test, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
   SKIP_WITHOUT_AVX512_BF16(32);
-  const Bf16Problem b = ToBf16(MakeProblem(2, 3, 70, 70, 32, 16, /*dense=*/false, 12, 40));
-  const Problem& p = b.problem;
-  const Interleaved<uint16_t> x = Interleave(p, b.q, b.k, b.v, /*out_pad=*/16);
-  const int64_t width = int64_t{p.heads} * p.head_dim;
-  const std::vector<float> contiguous = RunAvx512Bf16(b, 2);
-  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
-  Bf16AttentionParams params{x.qkv.data(),
-                             x.qkv.data() + width,
-                             x.qkv.data() + 2 * width,
-                             nullptr,
-                             p.batch,
-                             p.heads,
-                             p.q_len,
-                             p.k_len,
-                             p.head_dim,
-                             1.0f / std::sqrt(static_cast<float>(p.head_dim)),
-                             x.q,
-                             x.k,
-                             x.v,
-                             x.out};
-  std::vector<float> out(static_cast<size_t>(x.out_size), -7.0f);
-  params.out = out.data();
-  BlockSparseAttentionAvx512Bf16(params, plan, 2);
-  EXPECT_EQ(Gather(p, x, out, Identity), contiguous);
-
-  std::vector<uint16_t> out_bf16(static_cast<size_t>(x.out_size), 0);
-  params.out = nullptr;
-  params.out_bf16 = out_bf16.data();
-  BlockSparseAttentionAvx512Bf16(params, plan, 2);
-  std::vector<float> rounded = contiguous;
-  for (float& value : rounded) RoundToBf16(&value);
-  EXPECT_EQ(Gather(p, x, out_bf16, Bf16ToFloat), rounded);
+  ExpectInterleavedLayoutsAndBf16OutputAgree(&BlockSparseAttentionAvx512Bf16);
 }
 
 TEST(BlockSparseAttentionAvx512Bf16Test, HeadSizesOtherThanMultiplesOf16AreNotAvailable) {

@@ -10,17 +10,18 @@ the services and resolves each of them. Prints "N passed, M failed".
 import argparse
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_tools import protoc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_process  # noqa: E402
 
 GPL3 = "/usr/share/common-licenses/GPL-3"
 
@@ -71,26 +72,8 @@ def start_server(binary, repository):
     # fp32: answers are compared with each other across batch compositions at
     # 1e-6; bf16 products round differently with the shape of the batch (the
     # bf16 gate is tests/integration/precision_server_test.cc).
-    proc = subprocess.Popen(
-        [binary, "--host=127.0.0.1", "--port=0", "--metrics_port=0",
-         f"--model_repository={repository}", "--threads=2", "--precision=fp32",
-         "--max_document_tokens=20000"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    address = None
-    deadline = time.time() + 120
-    output = []
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        output.append(line)
-        match = re.search(r"listening grpc=(\S+)", line)
-        if match:
-            address = match.group(1)
-        if "docsparse-server: ready" in line:
-            return proc, address
-    proc.kill()
-    raise RuntimeError("server did not become ready:\n" + "".join(output))
+    return server_process.start_server(
+        binary, repository, ["--threads=2", "--precision=fp32", "--max_document_tokens=20000"])
 
 
 class Checks:

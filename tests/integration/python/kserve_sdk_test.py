@@ -12,15 +12,16 @@ per document. Prints "N passed, M failed"; exits non-zero on a failure.
 import argparse
 import asyncio
 import json
-import re
-import subprocess
+import os
 import sys
-import time
 import traceback
 
 from kserve import InferenceGRPCClient, InferInput, InferRequest
 from kserve.protocol.infer_type import RequestedOutput
 from kserve.protocol.grpc.grpc_predict_v2_pb2 import InferParameter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_process  # noqa: E402
 
 MODEL = "minilm"
 TEXTS = [
@@ -29,27 +30,6 @@ TEXTS = [
     "Stocks fell sharply on Monday after the central bank raised interest rates.",
     "Permission is granted to copy, distribute and modify this software.",
 ]
-
-
-def start_server(binary, repository):
-    proc = subprocess.Popen(
-        [binary, "--host=127.0.0.1", "--port=0", "--metrics_port=0",
-         f"--model_repository={repository}", "--threads=2", "--precision=fp32"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    address, output = None, []
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        output.append(line)
-        match = re.search(r"listening grpc=(\S+)", line)
-        if match:
-            address = match.group(1)
-        if "docsparse-server: ready" in line:
-            return proc, address
-    proc.kill()
-    raise RuntimeError("server did not become ready:\n" + "".join(output))
 
 
 def parameter(parameters, name):
@@ -155,7 +135,8 @@ def main():
     parser.add_argument("--server-binary", required=True)
     parser.add_argument("--model-repository", required=True)
     args = parser.parse_args()
-    proc, address = start_server(args.server_binary, args.model_repository)
+    proc, address = server_process.start_server(
+        args.server_binary, args.model_repository, ["--threads=2", "--precision=fp32"])
     try:
         passed, failed = asyncio.run(main_async(address))
     finally:
