@@ -1,6 +1,7 @@
 // docsparse-bench: micro-benchmarks that print figures (never timed tests).
 // `docsparse-bench seq2seq` is bench/seq2seq_bench.h, `docsparse-bench encoder`
-// bench/encoder_bench.h, `docsparse-bench generate` bench/generate_bench.h.
+// bench/encoder_bench.h, `docsparse-bench generate` bench/generate_bench.h,
+// `docsparse-bench metrics` bench/metrics_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
@@ -35,6 +36,7 @@
 #include "bench/attention_impls.h"
 #include "bench/encoder_bench.h"
 #include "bench/generate_bench.h"
+#include "bench/metrics_bench.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
 
@@ -182,6 +184,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "generate") {
     return docsparse::bench::RunGenerateBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "metrics") {
+    return docsparse::bench::RunMetricsBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
@@ -194,7 +199,9 @@ int main(int argc, char** argv) {
                  "[--threads 2] [--json]\n"
                  "       docsparse-bench generate --gen_model DIR [--gen_src_tokens 512] "
                  "[--gen_new_tokens 64] [--gen_beams 1,4] [--gen_batches 1,4] [--repeats 5] "
-                 "[--threads 2] [--json]\n");
+                 "[--threads 2] [--json]\n"
+                 "       docsparse-bench metrics [--metrics_requests 200000] [--metrics_threads 2] "
+                 "[--metrics_repeats 5]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;

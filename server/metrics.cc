@@ -1,34 +1,72 @@
 #include "server/metrics.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include <array>
+#include <cmath>
 #include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/metric_series.h"
 
 namespace docsparse {
 
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Labels;
+
 // Bucket upper bounds. Latencies: 1 ms doubling to 131 s.
-inline constexpr double kSecondsBuckets[] = {0.001, 0.002, 0.004,  0.008,  0.016,  0.032,
-                                             0.064, 0.128, 0.256,  0.512,  1.024,  2.048,
-                                             4.096, 8.192, 16.384, 32.768, 65.536, 131.072};
+const Histogram::BucketBoundaries& SecondsBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{
+      0.001, 0.002, 0.004, 0.008, 0.016, 0.032,  0.064,  0.128,  0.256,
+      0.512, 1.024, 2.048, 4.096, 8.192, 16.384, 32.768, 65.536, 131.072};
+  return *bounds;
+}
 // Decoder steps: 50 µs doubling to 3.3 s (a step over one row of a small
 // model on a CPU is well under a millisecond).
-inline constexpr double kStepSecondsBuckets[] = {0.00005, 0.0001, 0.0002, 0.0004, 0.0008, 0.0016,
-                                                 0.0032,  0.0064, 0.0128, 0.0256, 0.0512, 0.1024,
-                                                 0.2048,  0.4096, 0.8192, 1.6384, 3.2768};
-inline constexpr double kTokenBuckets[] = {16,   32,   64,   128,   256,   512,   1024,
-                                           2048, 4096, 8192, 16384, 32768, 65536, 131072};
-inline constexpr double kBatchBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-inline constexpr double kDensityBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                             0.1,   0.25,   0.5,   0.75, 1};
+const Histogram::BucketBoundaries& StepSecondsBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{
+      0.00005, 0.0001, 0.0002, 0.0004, 0.0008, 0.0016, 0.0032, 0.0064, 0.0128,
+      0.0256,  0.0512, 0.1024, 0.2048, 0.4096, 0.8192, 1.6384, 3.2768};
+  return *bounds;
+}
+const Histogram::BucketBoundaries& TokenBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{
+      16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+  return *bounds;
+}
+const Histogram::BucketBoundaries& BatchBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256};
+  return *bounds;
+}
+const Histogram::BucketBoundaries& DensityBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{
+      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1};
+  return *bounds;
+}
 // Two steps a decade, 1 MFLOP to 100 TFLOP.
-inline constexpr double kFlopsBuckets[] = {1e6,  3e6,  1e7,  3e7,  1e8,  3e8,  1e9,  3e9, 1e10,
-                                           3e10, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14};
-
-namespace {
+const Histogram::BucketBoundaries& FlopsBuckets() {
+  static const auto* bounds = new Histogram::BucketBoundaries{
+      1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9, 3e9, 1e10, 3e10, 1e11, 3e11, 1e12, 3e12, 1e13, 3e13, 1e14};
+  return *bounds;
+}
 
 constexpr size_t kTaskCount = 5;
 constexpr size_t kCodeCount = 17;  // grpc::StatusCode OK (0) .. UNAUTHENTICATED (16)
@@ -79,35 +117,186 @@ int AttentionIndex(std::string_view name) {
 
 namespace metrics_internal {
 
+// Every family of the exposition, registered once in the Metrics' registry.
+struct Families {
+  explicit Families(prometheus::Registry& registry)
+      : build_info(BuildGauge()
+                       .Name("docsparse_build_info")
+                       .Help("Build of the running server; the value is always 1.")
+                       .Register(registry)),
+        compute_info(
+            BuildGauge()
+                .Name("docsparse_model_compute_info")
+                .Help("Precision and instruction set of each model's linear layers; always 1.")
+                .Register(registry)),
+        requests(BuildCounter()
+                     .Name("docsparse_requests_total")
+                     .Help("Answered requests by model, task and gRPC status code.")
+                     .Register(registry)),
+        request_duration(BuildHistogram()
+                             .Name("docsparse_request_duration_seconds")
+                             .Help("Time from a request's arrival to its response.")
+                             .Register(registry)),
+        queue_duration(BuildHistogram()
+                           .Name("docsparse_queue_duration_seconds")
+                           .Help("Time requests waited for compute.")
+                           .Register(registry)),
+        inference_duration(BuildHistogram()
+                               .Name("docsparse_inference_duration_seconds")
+                               .Help("Time from the start of a request's work to its response.")
+                               .Register(registry)),
+        input_tokens(BuildHistogram()
+                         .Name("docsparse_input_tokens")
+                         .Help("Document tokens per answered request, special tokens and all "
+                               "windows included.")
+                         .Register(registry)),
+        batch_size(BuildHistogram()
+                       .Name("docsparse_batch_size")
+                       .Help("Requests per batch run.")
+                       .Register(registry)),
+        queue_depth(BuildGauge()
+                        .Name("docsparse_queue_depth")
+                        .Help("Requests waiting for compute.")
+                        .Register(registry)),
+        inflight(BuildGauge()
+                     .Name("docsparse_inflight_requests")
+                     .Help("Requests received and not yet answered.")
+                     .Register(registry)),
+        mask_density(BuildHistogram()
+                         .Name("docsparse_mask_density")
+                         .Help("Realised attention density (mean over layers and heads) per "
+                               "answered request.")
+                         .Register(registry)),
+        attention_flops(BuildCounter()
+                            .Name("docsparse_attention_flops_total")
+                            .Help("Attention FLOPs computed, planner overhead included.")
+                            .Register(registry)),
+        flops(BuildCounter()
+                  .Name("docsparse_flops_total")
+                  .Help("Forward-pass FLOPs computed.")
+                  .Register(registry)),
+        dense_equivalent_flops(
+            BuildCounter()
+                .Name("docsparse_dense_equivalent_flops_total")
+                .Help("FLOPs the same requests would have cost under dense attention.")
+                .Register(registry)),
+        request_flops(BuildHistogram()
+                          .Name("docsparse_request_flops")
+                          .Help("Forward-pass FLOPs per answered request.")
+                          .Register(registry)),
+        budget_unmet(BuildCounter()
+                         .Name("docsparse_budget_unmet_total")
+                         .Help("Answered requests whose sparsity budget was not met.")
+                         .Register(registry)),
+        dropped(BuildCounter()
+                    .Name("docsparse_dropped_requests_total")
+                    .Help("Requests answered without running the model: deadline passed, "
+                          "client cancelled, or queue full.")
+                    .Register(registry)),
+        stopped(BuildCounter()
+                    .Name("docsparse_stopped_requests_total")
+                    .Help("Requests whose encoder work stopped between layers because nobody "
+                          "waited any more: deadline passed or client cancelled.")
+                    .Register(registry)),
+        generated_tokens(BuildCounter()
+                             .Name("docsparse_generated_tokens_total")
+                             .Help("Tokens generated for answered abstractive summaries.")
+                             .Register(registry)),
+        time_to_first_token(BuildHistogram()
+                                .Name("docsparse_time_to_first_token_seconds")
+                                .Help("Time from an abstractive summary request's arrival to its "
+                                      "first generated token.")
+                                .Register(registry)),
+        decode_step(BuildHistogram()
+                        .Name("docsparse_decode_step_seconds")
+                        .Help("Time of one decoder step over all the sequences decoding together.")
+                        .Register(registry)),
+        generation_cancelled(BuildCounter()
+                                 .Name("docsparse_generation_cancelled_total")
+                                 .Help("Requests whose decoding stopped early: the client "
+                                       "cancelled or the deadline passed.")
+                                 .Register(registry)),
+        model_load(BuildGauge()
+                       .Name("docsparse_model_load_seconds")
+                       .Help("Time it took to load the model.")
+                       .Register(registry)) {}
+
+  Family<Gauge>& build_info;
+  Family<Gauge>& compute_info;
+  Family<Counter>& requests;
+  Family<Histogram>& request_duration;
+  Family<Histogram>& queue_duration;
+  Family<Histogram>& inference_duration;
+  Family<Histogram>& input_tokens;
+  Family<Histogram>& batch_size;
+  Family<Gauge>& queue_depth;
+  Family<Gauge>& inflight;
+  Family<Histogram>& mask_density;
+  Family<Counter>& attention_flops;
+  Family<Counter>& flops;
+  Family<Counter>& dense_equivalent_flops;
+  Family<Histogram>& request_flops;
+  Family<Counter>& budget_unmet;
+  Family<Counter>& dropped;
+  Family<Counter>& stopped;
+  Family<Counter>& generated_tokens;
+  Family<Histogram>& time_to_first_token;
+  Family<Histogram>& decode_step;
+  Family<Counter>& generation_cancelled;
+  Family<Gauge>& model_load;
+};
+
+// One series of a family: added on first use, then the reference
+// Family::Add returned. Two threads may both add it first; Family::Add
+// returns the same series for the same labels, so both keep the same one.
+template <typename T>
+class SeriesSlot {
+ public:
+  // `labels` makes the label set; `args` are the series' constructor
+  // arguments (a histogram's bounds).
+  template <typename MakeLabels, typename... Args>
+  T& Get(Family<T>& family, const MakeLabels& labels, const Args&... args) {
+    T* series = series_.load(std::memory_order_acquire);
+    if (series == nullptr) {
+      series = &family.Add(labels(), args...);
+      series_.store(series, std::memory_order_release);
+    }
+    return *series;
+  }
+
+ private:
+  std::atomic<T*> series_{nullptr};
+};
+
 struct AttentionSeries {
-  Histogram<kDensityBuckets> mask_density;
-  FloatCounter attention_flops;
+  SeriesSlot<Histogram> mask_density;
+  SeriesSlot<Counter> attention_flops;
 };
 
 struct TaskSeries {
-  std::array<Counter, kCodeCount> requests;
-  Histogram<kSecondsBuckets> request_duration;
-  Histogram<kSecondsBuckets> inference_duration;
-  Histogram<kTokenBuckets> input_tokens;
-  Histogram<kFlopsBuckets> request_flops;
-  FloatCounter flops;
-  FloatCounter dense_equivalent_flops;
-  Counter budget_unmet;
+  std::array<SeriesSlot<Counter>, kCodeCount> requests;
+  SeriesSlot<Histogram> request_duration;
+  SeriesSlot<Histogram> inference_duration;
+  SeriesSlot<Histogram> input_tokens;
+  SeriesSlot<Histogram> request_flops;
+  SeriesSlot<Counter> flops;
+  SeriesSlot<Counter> dense_equivalent_flops;
+  SeriesSlot<Counter> budget_unmet;
   std::array<AttentionSeries, kAttentionCount> attention;
-  Counter generated_tokens;
-  Histogram<kSecondsBuckets> time_to_first_token;
+  SeriesSlot<Counter> generated_tokens;
+  SeriesSlot<Histogram> time_to_first_token;
 };
 
 struct ModelSeries {
   std::array<TaskSeries, kTaskCount> tasks;
-  Histogram<kSecondsBuckets> queue_duration;
-  Histogram<kBatchBuckets> batch_size;
-  Gauge queue_depth;
-  Gauge inflight;
-  std::array<Counter, kDropReasonCount> dropped;
-  std::array<Counter, kDropReasonCount> stopped;  // kQueueFull stays 0
-  Histogram<kStepSecondsBuckets> decode_step;
-  std::array<Counter, kGenerationStopCount> generation_stopped;
+  SeriesSlot<Histogram> queue_duration;
+  SeriesSlot<Histogram> batch_size;
+  SeriesSlot<Gauge> queue_depth;
+  SeriesSlot<Gauge> inflight;
+  std::array<SeriesSlot<Counter>, kDropReasonCount> dropped;
+  std::array<SeriesSlot<Counter>, kDropReasonCount> stopped;  // kQueueFull stays unused
+  SeriesSlot<Histogram> decode_step;
+  std::array<SeriesSlot<Counter>, kGenerationStopCount> generation_stopped;
 };
 
 }  // namespace metrics_internal
@@ -152,267 +341,271 @@ std::string_view GenerationStopName(GenerationStop stop) {
 
 // ---- ModelMetrics: the hot path ----
 
-ModelMetrics::ModelMetrics(std::string model, int attention)
-    : model_(std::move(model)),
-      model_label_(Label("model", model_)),
+namespace {
+
+using metrics_internal::Families;
+using metrics_internal::ModelSeries;
+using metrics_internal::TaskSeries;
+
+// A counter only goes up: amounts that are not positive (NaN included) are
+// not added.
+void AddPositive(Counter& counter, double amount) {
+  if (amount > 0) counter.Increment(amount);
+}
+
+// NaN would land in +Inf and poison the sum: not observed.
+void ObserveNumber(Histogram& histogram, double value) {
+  if (!std::isnan(value)) histogram.Observe(value);
+}
+
+// One model's series by what they count, each added to its family with its
+// label set on first use.
+class SeriesOf {
+  // Declared before the accessors, which use their deduced types.
+  static Labels WithLabel(Labels labels, const std::string& name, std::string_view value) {
+    labels.emplace(name, std::string(value));
+    return labels;
+  }
+  TaskSeries& Task(MetricTask task) { return series_.tasks[static_cast<size_t>(task)]; }
+  Labels ModelLabels() const { return {{"model", model_}}; }
+  Labels TaskLabels(MetricTask task) const {
+    return WithLabel(ModelLabels(), "task", MetricTaskName(task));
+  }
+  auto ModelOnly() const {
+    return [this] { return ModelLabels(); };
+  }
+  auto LabelsOf(MetricTask task) const {
+    return [this, task] { return TaskLabels(task); };
+  }
+  auto AttentionLabels(MetricTask task, size_t attention) const {
+    return [this, task, attention] {
+      return WithLabel(TaskLabels(task), "attention", kAttentionNames[attention]);
+    };
+  }
+
+  Families& families_;
+  const std::string& model_;
+  ModelSeries& series_;
+
+ public:
+  SeriesOf(Families& families, const std::string& model, ModelSeries& series)
+      : families_(families), model_(model), series_(series) {}
+
+  Counter& Requests(MetricTask task, size_t code) {
+    return Task(task).requests[code].Get(
+        families_.requests, [&] { return WithLabel(TaskLabels(task), "code", CodeNames()[code]); });
+  }
+  Histogram& RequestDuration(MetricTask task) {
+    return Task(task).request_duration.Get(families_.request_duration, LabelsOf(task),
+                                           SecondsBuckets());
+  }
+  Histogram& InferenceDuration(MetricTask task) {
+    return Task(task).inference_duration.Get(families_.inference_duration, LabelsOf(task),
+                                             SecondsBuckets());
+  }
+  Histogram& InputTokens(MetricTask task) {
+    return Task(task).input_tokens.Get(families_.input_tokens, LabelsOf(task), TokenBuckets());
+  }
+  Histogram& RequestFlops(MetricTask task) {
+    return Task(task).request_flops.Get(families_.request_flops, LabelsOf(task), FlopsBuckets());
+  }
+  Counter& Flops(MetricTask task) { return Task(task).flops.Get(families_.flops, LabelsOf(task)); }
+  Counter& DenseEquivalentFlops(MetricTask task) {
+    return Task(task).dense_equivalent_flops.Get(families_.dense_equivalent_flops, LabelsOf(task));
+  }
+  Counter& BudgetUnmet(MetricTask task) {
+    return Task(task).budget_unmet.Get(families_.budget_unmet, LabelsOf(task));
+  }
+  Histogram& MaskDensity(MetricTask task, size_t attention) {
+    return Task(task).attention[attention].mask_density.Get(
+        families_.mask_density, AttentionLabels(task, attention), DensityBuckets());
+  }
+  Counter& AttentionFlops(MetricTask task, size_t attention) {
+    return Task(task).attention[attention].attention_flops.Get(families_.attention_flops,
+                                                               AttentionLabels(task, attention));
+  }
+  Counter& GeneratedTokens(MetricTask task) {
+    return Task(task).generated_tokens.Get(families_.generated_tokens, LabelsOf(task));
+  }
+  Histogram& TimeToFirstToken(MetricTask task) {
+    return Task(task).time_to_first_token.Get(families_.time_to_first_token, LabelsOf(task),
+                                              SecondsBuckets());
+  }
+
+  Histogram& QueueDuration() {
+    return series_.queue_duration.Get(families_.queue_duration, ModelOnly(), SecondsBuckets());
+  }
+  Histogram& BatchSize() {
+    return series_.batch_size.Get(families_.batch_size, ModelOnly(), BatchBuckets());
+  }
+  Gauge& QueueDepth() { return series_.queue_depth.Get(families_.queue_depth, ModelOnly()); }
+  Gauge& Inflight() { return series_.inflight.Get(families_.inflight, ModelOnly()); }
+  Counter& Dropped(DropReason reason) {
+    return series_.dropped[static_cast<size_t>(reason)].Get(families_.dropped, [&] {
+      return WithLabel(ModelLabels(), "reason", DropReasonName(reason));
+    });
+  }
+  Counter& Stopped(DropReason reason) {
+    return series_.stopped[static_cast<size_t>(reason)].Get(families_.stopped, [&] {
+      return WithLabel(ModelLabels(), "reason", DropReasonName(reason));
+    });
+  }
+  Histogram& DecodeStep() {
+    return series_.decode_step.Get(families_.decode_step, ModelOnly(), StepSecondsBuckets());
+  }
+  Counter& GenerationStopped(GenerationStop stop) {
+    return series_.generation_stopped[static_cast<size_t>(stop)].Get(
+        families_.generation_cancelled,
+        [&] { return WithLabel(ModelLabels(), "reason", GenerationStopName(stop)); });
+  }
+};
+
+}  // namespace
+
+ModelMetrics::ModelMetrics(metrics_internal::Families& families, std::string model, int attention)
+    : families_(families),
+      model_(std::move(model)),
       configured_attention_(attention),
       series_(std::make_unique<metrics_internal::ModelSeries>()) {}
 
 ModelMetrics::~ModelMetrics() = default;
 
+void ModelMetrics::AddDefaultSeries() {
+  SeriesOf series(families_, model_, *series_);
+  const auto configured = static_cast<size_t>(configured_attention_);
+  for (MetricTask task : kTasks) {
+    series.Requests(task, static_cast<size_t>(grpc::StatusCode::OK));
+    series.RequestDuration(task);
+    series.InferenceDuration(task);
+    series.InputTokens(task);
+    series.RequestFlops(task);
+    series.Flops(task);
+    series.DenseEquivalentFlops(task);
+    series.BudgetUnmet(task);
+    series.MaskDensity(task, configured);
+    series.AttentionFlops(task, configured);
+    series.GeneratedTokens(task);
+    series.TimeToFirstToken(task);
+  }
+  series.QueueDuration();
+  series.BatchSize();
+  series.QueueDepth();
+  series.Inflight();
+  for (DropReason reason : kDropReasons) series.Dropped(reason);
+  for (DropReason reason : {DropReason::kDeadline, DropReason::kCancelled}) series.Stopped(reason);
+  series.DecodeStep();
+  for (GenerationStop stop : kGenerationStops) series.GenerationStopped(stop);
+}
+
 void ModelMetrics::ObserveRequest(const RequestObservation& observation) {
-  if (!used_.load(std::memory_order_relaxed)) used_.store(true, std::memory_order_relaxed);
-  metrics_internal::TaskSeries& task = series_->tasks[static_cast<size_t>(observation.task)];
-  task.requests[CodeIndex(observation.code)].Increment();
-  if (observation.request_seconds >= 0) task.request_duration.Observe(observation.request_seconds);
-  if (observation.queue_seconds >= 0) series_->queue_duration.Observe(observation.queue_seconds);
+  MarkUsed();
+  SeriesOf series(families_, model_, *series_);
+  const MetricTask task = observation.task;
+  series.Requests(task, CodeIndex(observation.code)).Increment();
+  if (observation.request_seconds >= 0) {
+    series.RequestDuration(task).Observe(observation.request_seconds);
+  }
+  if (observation.queue_seconds >= 0) series.QueueDuration().Observe(observation.queue_seconds);
   if (observation.inference_seconds >= 0) {
-    task.inference_duration.Observe(observation.inference_seconds);
+    series.InferenceDuration(task).Observe(observation.inference_seconds);
   }
   const v1::CostReport* cost = observation.cost;
   if (cost == nullptr || observation.code != grpc::StatusCode::OK) return;
-  task.input_tokens.Observe(static_cast<double>(cost->input_tokens()));
+  series.InputTokens(task).Observe(static_cast<double>(cost->input_tokens()));
   const int kind = static_cast<int>(cost->attention());
   const size_t attention = kind >= 1 && kind <= static_cast<int>(kAttentionCount)
                                ? static_cast<size_t>(kind - 1)
                                : static_cast<size_t>(configured_attention_);
-  task.attention[attention].mask_density.Observe(cost->mean_density());
-  task.attention[attention].attention_flops.Add(cost->attention_flops());
-  task.flops.Add(cost->total_flops());
-  task.dense_equivalent_flops.Add(cost->dense_equivalent_flops());
-  task.request_flops.Observe(cost->total_flops());
-  if (!cost->budget_met()) task.budget_unmet.Increment();
+  ObserveNumber(series.MaskDensity(task, attention), cost->mean_density());
+  AddPositive(series.AttentionFlops(task, attention), cost->attention_flops());
+  AddPositive(series.Flops(task), cost->total_flops());
+  AddPositive(series.DenseEquivalentFlops(task), cost->dense_equivalent_flops());
+  ObserveNumber(series.RequestFlops(task), cost->total_flops());
+  if (!cost->budget_met()) series.BudgetUnmet(task).Increment();
   if (cost->generated_tokens() > 0) {
-    task.generated_tokens.Increment(static_cast<uint64_t>(cost->generated_tokens()));
-    task.time_to_first_token.Observe(cost->timings().time_to_first_token_ms() / 1e3);
+    series.GeneratedTokens(task).Increment(static_cast<double>(cost->generated_tokens()));
+    ObserveNumber(series.TimeToFirstToken(task), cost->timings().time_to_first_token_ms() / 1e3);
   }
 }
 
 void ModelMetrics::ObserveBatch(int size) {
-  series_->batch_size.Observe(static_cast<double>(size));
+  SeriesOf(families_, model_, *series_).BatchSize().Observe(static_cast<double>(size));
 }
 
-void ModelMetrics::SetQueueDepth(int64_t depth) { series_->queue_depth.Set(depth); }
+void ModelMetrics::SetQueueDepth(int64_t depth) {
+  SeriesOf(families_, model_, *series_).QueueDepth().Set(static_cast<double>(depth));
+}
 
 void ModelMetrics::AddInflight(int delta) {
-  if (!used_.load(std::memory_order_relaxed)) used_.store(true, std::memory_order_relaxed);
-  series_->inflight.Add(delta);
+  MarkUsed();
+  SeriesOf(families_, model_, *series_).Inflight().Increment(delta);
 }
 
 void ModelMetrics::CountDropped(DropReason reason) {
-  series_->dropped[static_cast<size_t>(reason)].Increment();
+  SeriesOf(families_, model_, *series_).Dropped(reason).Increment();
 }
 
 void ModelMetrics::CountStopped(DropReason reason) {
-  series_->stopped[static_cast<size_t>(reason)].Increment();
+  SeriesOf(families_, model_, *series_).Stopped(reason).Increment();
 }
 
-void ModelMetrics::ObserveDecodeStep(double seconds) { series_->decode_step.Observe(seconds); }
+void ModelMetrics::ObserveDecodeStep(double seconds) {
+  ObserveNumber(SeriesOf(families_, model_, *series_).DecodeStep(), seconds);
+}
 
 void ModelMetrics::CountGenerationStopped(GenerationStop stop) {
-  series_->generation_stopped[static_cast<size_t>(stop)].Increment();
+  SeriesOf(families_, model_, *series_).GenerationStopped(stop).Increment();
 }
 
-// ---- Rendering ----
+// ---- Metrics ----
 
 namespace {
 
-using metrics_internal::ModelSeries;
-using metrics_internal::TaskSeries;
-
-enum class Family {
-  kRequests,
-  kRequestDuration,
-  kQueueDuration,
-  kInferenceDuration,
-  kInputTokens,
-  kBatchSize,
-  kQueueDepth,
-  kInflight,
-  kMaskDensity,
-  kAttentionFlops,
-  kFlops,
-  kDenseEquivalentFlops,
-  kRequestFlops,
-  kBudgetUnmet,
-  kDropped,
-  kStopped,
-  kGeneratedTokens,
-  kTimeToFirstToken,
-  kDecodeStep,
-  kGenerationCancelled,
-  kModelLoad,
-};
-
-struct FamilyInfo {
-  Family family;
-  std::string_view name;
-  std::string_view type;
-  std::string_view help;
-};
-
-constexpr FamilyInfo kFamilies[] = {
-    {Family::kRequests, "docsparse_requests_total", "counter",
-     "Answered requests by model, task and gRPC status code."},
-    {Family::kRequestDuration, "docsparse_request_duration_seconds", "histogram",
-     "Time from a request's arrival to its response."},
-    {Family::kQueueDuration, "docsparse_queue_duration_seconds", "histogram",
-     "Time requests waited for compute."},
-    {Family::kInferenceDuration, "docsparse_inference_duration_seconds", "histogram",
-     "Time from the start of a request's work to its response."},
-    {Family::kInputTokens, "docsparse_input_tokens", "histogram",
-     "Document tokens per answered request, special tokens and all windows included."},
-    {Family::kBatchSize, "docsparse_batch_size", "histogram", "Requests per batch run."},
-    {Family::kQueueDepth, "docsparse_queue_depth", "gauge", "Requests waiting for compute."},
-    {Family::kInflight, "docsparse_inflight_requests", "gauge",
-     "Requests received and not yet answered."},
-    {Family::kMaskDensity, "docsparse_mask_density", "histogram",
-     "Realised attention density (mean over layers and heads) per answered request."},
-    {Family::kAttentionFlops, "docsparse_attention_flops_total", "counter",
-     "Attention FLOPs computed, planner overhead included."},
-    {Family::kFlops, "docsparse_flops_total", "counter", "Forward-pass FLOPs computed."},
-    {Family::kDenseEquivalentFlops, "docsparse_dense_equivalent_flops_total", "counter",
-     "FLOPs the same requests would have cost under dense attention."},
-    {Family::kRequestFlops, "docsparse_request_flops", "histogram",
-     "Forward-pass FLOPs per answered request."},
-    {Family::kBudgetUnmet, "docsparse_budget_unmet_total", "counter",
-     "Answered requests whose sparsity budget was not met."},
-    {Family::kDropped, "docsparse_dropped_requests_total", "counter",
-     "Requests answered without running the model: deadline passed, client cancelled, or "
-     "queue full."},
-    {Family::kStopped, "docsparse_stopped_requests_total", "counter",
-     "Requests whose encoder work stopped between layers because nobody waited any more: "
-     "deadline passed or client cancelled."},
-    {Family::kGeneratedTokens, "docsparse_generated_tokens_total", "counter",
-     "Tokens generated for answered abstractive summaries."},
-    {Family::kTimeToFirstToken, "docsparse_time_to_first_token_seconds", "histogram",
-     "Time from an abstractive summary request's arrival to its first generated token."},
-    {Family::kDecodeStep, "docsparse_decode_step_seconds", "histogram",
-     "Time of one decoder step over all the sequences decoding together."},
-    {Family::kGenerationCancelled, "docsparse_generation_cancelled_total", "counter",
-     "Requests whose decoding stopped early: the client cancelled or the deadline passed."},
-    {Family::kModelLoad, "docsparse_model_load_seconds", "gauge",
-     "Time it took to load the model."},
-};
-
-std::string TaskLabels(const std::string& model_label, MetricTask task) {
-  return LabelList({model_label, Label("task", MetricTaskName(task))});
-}
-
-// The samples of `family` for one model. `configured` is the index of the
-// model's configured attention kind.
-void AppendModelFamily(Family family, std::string_view name, const std::string& model_label,
-                       size_t configured, double load_seconds, const ModelSeries& series,
-                       std::string* out) {
-  const auto for_each_task = [&](auto append) {
-    for (MetricTask task : kTasks) {
-      append(TaskLabels(model_label, task), series.tasks[static_cast<size_t>(task)]);
+// The label cache families, read from their sources at this scrape.
+std::vector<prometheus::MetricFamily> LabelCacheFamilies(
+    const std::map<std::string, std::function<LabelCacheReading()>>& sources) {
+  std::vector<std::pair<std::string, LabelCacheReading>> readings;
+  for (const auto& [model, read] : sources) readings.emplace_back(model, read());
+  const auto family = [&](std::string name, std::string help, prometheus::MetricType type,
+                          uint64_t LabelCacheReading::*field) {
+    prometheus::MetricFamily result{std::move(name), std::move(help), type, {}};
+    for (const auto& [model, reading] : readings) {
+      prometheus::ClientMetric metric;
+      metric.label.push_back({"model", model});
+      const double value = static_cast<double>(reading.*field);
+      if (type == prometheus::MetricType::Counter) {
+        metric.counter.value = value;
+      } else {
+        metric.gauge.value = value;
+      }
+      result.metric.push_back(std::move(metric));
     }
+    return result;
   };
-  switch (family) {
-    case Family::kRequests:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        for (size_t code = 0; code < kCodeCount; ++code) {
-          const uint64_t count = task.requests[code].value();
-          if (code != 0 && count == 0) continue;
-          AppendSample(name, LabelList({labels, Label("code", CodeNames()[code])}), count, out);
-        }
-      });
-    case Family::kRequestDuration:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendHistogram(name, labels, task.request_duration.Read(), out);
-      });
-    case Family::kQueueDuration:
-      return AppendHistogram(name, model_label, series.queue_duration.Read(), out);
-    case Family::kInferenceDuration:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendHistogram(name, labels, task.inference_duration.Read(), out);
-      });
-    case Family::kInputTokens:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendHistogram(name, labels, task.input_tokens.Read(), out);
-      });
-    case Family::kBatchSize:
-      return AppendHistogram(name, model_label, series.batch_size.Read(), out);
-    case Family::kQueueDepth:
-      return AppendSample(name, model_label, series.queue_depth.value(), out);
-    case Family::kInflight:
-      return AppendSample(name, model_label, series.inflight.value(), out);
-    case Family::kMaskDensity:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        for (size_t kind = 0; kind < kAttentionCount; ++kind) {
-          const auto& histogram = task.attention[kind].mask_density;
-          if (kind != configured && histogram.count() == 0) continue;
-          AppendHistogram(name, LabelList({labels, Label("attention", kAttentionNames[kind])}),
-                          histogram.Read(), out);
-        }
-      });
-    case Family::kAttentionFlops:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        for (size_t kind = 0; kind < kAttentionCount; ++kind) {
-          const auto& attention = task.attention[kind];
-          // Shown with the density histogram, so the two families agree.
-          if (kind != configured && attention.mask_density.count() == 0) continue;
-          AppendSample(name, LabelList({labels, Label("attention", kAttentionNames[kind])}),
-                       attention.attention_flops.value(), out);
-        }
-      });
-    case Family::kFlops:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendSample(name, labels, task.flops.value(), out);
-      });
-    case Family::kDenseEquivalentFlops:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendSample(name, labels, task.dense_equivalent_flops.value(), out);
-      });
-    case Family::kRequestFlops:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendHistogram(name, labels, task.request_flops.Read(), out);
-      });
-    case Family::kBudgetUnmet:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendSample(name, labels, task.budget_unmet.value(), out);
-      });
-    case Family::kDropped:
-      for (DropReason reason : kDropReasons) {
-        AppendSample(name, LabelList({model_label, Label("reason", DropReasonName(reason))}),
-                     series.dropped[static_cast<size_t>(reason)].value(), out);
-      }
-      return;
-    case Family::kStopped:
-      for (DropReason reason : {DropReason::kDeadline, DropReason::kCancelled}) {
-        AppendSample(name, LabelList({model_label, Label("reason", DropReasonName(reason))}),
-                     series.stopped[static_cast<size_t>(reason)].value(), out);
-      }
-      return;
-    case Family::kGeneratedTokens:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendSample(name, labels, task.generated_tokens.value(), out);
-      });
-    case Family::kTimeToFirstToken:
-      return for_each_task([&](const std::string& labels, const TaskSeries& task) {
-        AppendHistogram(name, labels, task.time_to_first_token.Read(), out);
-      });
-    case Family::kDecodeStep:
-      return AppendHistogram(name, model_label, series.decode_step.Read(), out);
-    case Family::kGenerationCancelled:
-      for (GenerationStop stop : kGenerationStops) {
-        AppendSample(name, LabelList({model_label, Label("reason", GenerationStopName(stop))}),
-                     series.generation_stopped[static_cast<size_t>(stop)].value(), out);
-      }
-      return;
-    case Family::kModelLoad:
-      return AppendSample(name, model_label, load_seconds, out);
-  }
+  return {
+      family("docsparse_label_cache_hits_total",
+             "Zero-shot labels whose embedding was found in the model's cache.",
+             prometheus::MetricType::Counter, &LabelCacheReading::hits),
+      family("docsparse_label_cache_misses_total",
+             "Zero-shot labels embedded because the model's cache did not hold them.",
+             prometheus::MetricType::Counter, &LabelCacheReading::misses),
+      family("docsparse_label_cache_evictions_total",
+             "Label embeddings evicted, least recently used first, to keep the cache in its size.",
+             prometheus::MetricType::Counter, &LabelCacheReading::evictions),
+      family("docsparse_label_cache_bytes",
+             "Bytes the model's label embedding cache holds (--label_cache_bytes caps it).",
+             prometheus::MetricType::Gauge, &LabelCacheReading::bytes),
+  };
 }
 
 }  // namespace
 
-// ---- Metrics ----
-
-Metrics::Metrics(std::string version) : version_(std::move(version)) {
+Metrics::Metrics(std::string version)
+    : registry_(std::make_unique<prometheus::Registry>()),
+      families_(std::make_unique<metrics_internal::Families>(*registry_)) {
+  families_->build_info.Add({{"version", std::move(version)}}).Set(1);
   absl::MutexLock lock(&mu_);
-  auto unknown = std::unique_ptr<ModelMetrics>(new ModelMetrics("unknown", 0));
+  auto unknown = std::unique_ptr<ModelMetrics>(new ModelMetrics(*families_, "unknown", 0));
   unknown_ = unknown.get();
   models_.emplace("unknown", std::move(unknown));
 }
@@ -423,17 +616,23 @@ ModelMetrics& Metrics::RegisterModel(const std::string& model, std::string_view 
                                      double load_seconds) {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<ModelMetrics>& slot = models_[model];
-  if (slot == nullptr) slot.reset(new ModelMetrics(model, AttentionIndex(attention)));
-  slot->load_seconds_.store(load_seconds, std::memory_order_relaxed);
+  if (slot == nullptr) {
+    slot.reset(new ModelMetrics(*families_, model, AttentionIndex(attention)));
+  }
+  families_->model_load.Add({{"model", model}}).Set(load_seconds);
   slot->registered_.store(true, std::memory_order_relaxed);
+  slot->MarkUsed();
   return *slot;
 }
 
 void Metrics::SetModelCompute(const std::string& model, std::string_view precision,
                               std::string_view isa) {
   absl::MutexLock lock(&mu_);
-  compute_labels_[model] =
-      LabelList({Label("model", model), Label("precision", precision), Label("isa", isa)});
+  prometheus::Gauge*& series = compute_info_[model];
+  if (series != nullptr) families_->compute_info.Remove(series);
+  series = &families_->compute_info.Add(
+      {{"model", model}, {"precision", std::string(precision)}, {"isa", std::string(isa)}});
+  series->Set(1);
 }
 
 void Metrics::SetLabelCacheSource(const std::string& model,
@@ -452,60 +651,14 @@ ModelMetrics* Metrics::Find(std::string_view model) const {
 }
 
 std::string Metrics::Render() const {
-  std::string out;
-  AppendFamilyHeader("docsparse_build_info", "gauge",
-                     "Build of the running server; the value is always 1.", &out);
-  AppendSample("docsparse_build_info", Label("version", version_), uint64_t{1}, &out);
-
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
   absl::MutexLock lock(&mu_);
-  if (!compute_labels_.empty()) {
-    AppendFamilyHeader("docsparse_model_compute_info", "gauge",
-                       "Precision and instruction set of each model's linear layers; always 1.",
-                       &out);
-    for (const auto& [model, labels] : compute_labels_) {
-      AppendSample("docsparse_model_compute_info", labels, uint64_t{1}, &out);
-    }
-  }
   if (!label_caches_.empty()) {
-    std::vector<std::pair<std::string, LabelCacheReading>> readings;
-    for (const auto& [model, read] : label_caches_) {
-      readings.emplace_back(Label("model", model), read());
-    }
-    const auto family = [&](std::string_view name, std::string_view type, std::string_view help,
-                            uint64_t LabelCacheReading::*field) {
-      AppendFamilyHeader(name, type, help, &out);
-      for (const auto& [labels, reading] : readings) {
-        AppendSample(name, labels, reading.*field, &out);
-      }
-    };
-    family("docsparse_label_cache_hits_total", "counter",
-           "Zero-shot labels whose embedding was found in the model's cache.",
-           &LabelCacheReading::hits);
-    family("docsparse_label_cache_misses_total", "counter",
-           "Zero-shot labels embedded because the model's cache did not hold them.",
-           &LabelCacheReading::misses);
-    family("docsparse_label_cache_evictions_total", "counter",
-           "Label embeddings evicted, least recently used first, to keep the cache in its size.",
-           &LabelCacheReading::evictions);
-    family("docsparse_label_cache_bytes", "gauge",
-           "Bytes the model's label embedding cache holds (--label_cache_bytes caps it).",
-           &LabelCacheReading::bytes);
-  }
-  // Families are contiguous in the format: families outside, models inside.
-  for (const FamilyInfo& family : kFamilies) {
-    AppendFamilyHeader(family.name, family.type, family.help, &out);
-    for (const auto& [name, model] : models_) {
-      const bool registered = model->registered_.load(std::memory_order_relaxed);
-      if (!registered && !model->used_.load(std::memory_order_relaxed)) continue;
-      // A model that never loaded has no load time.
-      if (family.family == Family::kModelLoad && !registered) continue;
-      AppendModelFamily(family.family, family.name, model->model_label_,
-                        static_cast<size_t>(model->configured_attention_),
-                        model->load_seconds_.load(std::memory_order_relaxed), *model->series_,
-                        &out);
+    for (prometheus::MetricFamily& family : LabelCacheFamilies(label_caches_)) {
+      families.push_back(std::move(family));
     }
   }
-  return out;
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace docsparse

@@ -1,11 +1,13 @@
-// The server's Prometheus metrics (text format 0.0.4, histograms not
-// summaries), the families of DESIGN.md "Serving" with the prefix docsparse_.
+// The server's Prometheus metrics (histograms, not summaries), the families
+// of DESIGN.md "Serving" with the prefix docsparse_, on prometheus-cpp: one
+// prometheus::Registry, its families, and its text serializer for /metrics.
 //
 // Label sets are resolved once per model, as in Triton: RegisterModel() makes
-// a ModelMetrics handle that owns every series of that model in fixed arrays,
-// and the request path indexes them by task, status code and attention kind,
-// with no lookup by label strings and no lock. Nothing here is global: the
-// server owns one Metrics and hands the handles to whoever serves a model.
+// a ModelMetrics handle that keeps the references Family::Add returned in
+// fixed arrays, and the request path indexes them by task, status code and
+// attention kind: after a series' first use, no lookup by label strings and
+// no registry lock. Nothing here is global: the server owns one Metrics and
+// hands the handles to whoever serves a model.
 //
 // A registered model's series exist from registration on (zeros), so every
 // family has samples from the first scrape: per task, requests_total with
@@ -29,6 +31,11 @@
 #include "absl/synchronization/mutex.h"
 #include "docsparse/v1/docsparse.pb.h"
 #include "server/drop_reason.h"
+
+namespace prometheus {
+class Gauge;
+class Registry;
+}  // namespace prometheus
 
 namespace docsparse {
 
@@ -63,12 +70,15 @@ struct RequestObservation {
 };
 
 namespace metrics_internal {
-struct ModelSeries;  // metrics.cc: the fixed arrays of series
+struct Families;     // metrics.cc: the registry's families
+struct ModelSeries;  // metrics.cc: one model's series, resolved on first use
 }  // namespace metrics_internal
 
-// Every series of one model. Thread-safe and lock-free: any thread may call
-// any method at any time. Made and owned by Metrics; references stay valid
-// for the Metrics' lifetime.
+// Every series of one model. Thread-safe: any thread may call any method at
+// any time. A series' first use adds it to its family (under the family's
+// lock); later uses touch only the series (counters and gauges are atomics,
+// a histogram takes its own short lock). Made and owned by Metrics;
+// references stay valid for the Metrics' lifetime.
 class ModelMetrics {
  public:
   ModelMetrics(const ModelMetrics&) = delete;
@@ -104,15 +114,20 @@ class ModelMetrics {
   friend class Metrics;
 
   // `attention`: index of the configured attention kind (see metrics.cc).
-  ModelMetrics(std::string model, int attention);
+  ModelMetrics(metrics_internal::Families& families, std::string model, int attention);
 
+  // Adds the series a registered model shows from the start. The unknown
+  // model's show once it is first used.
+  void AddDefaultSeries();
+  void MarkUsed() {
+    if (!used_.load(std::memory_order_relaxed) && !used_.exchange(true)) AddDefaultSeries();
+  }
+
+  metrics_internal::Families& families_;
   const std::string model_;
-  const std::string model_label_;  // model="..." rendered once
   const int configured_attention_;
-  // Set by RegisterModel; the unknown model's series show once it is used.
-  std::atomic<bool> registered_{false};
+  std::atomic<bool> registered_{false};  // by RegisterModel; "unknown" never is
   std::atomic<bool> used_{false};
-  std::atomic<double> load_seconds_{0};
   const std::unique_ptr<metrics_internal::ModelSeries> series_;
 };
 
@@ -160,17 +175,19 @@ class Metrics {
   // the request path.
   ModelMetrics* Find(std::string_view model) const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The exposition, text format 0.0.4; serve as
-  // "text/plain; version=0.0.4; charset=utf-8".
+  // The exposition in the text format 0.0.4, by prometheus-cpp's
+  // TextSerializer; serve as "text/plain; version=0.0.4; charset=utf-8".
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  const std::string version_;
+  // Declared first: the families outlive every handle that refers to them.
+  const std::unique_ptr<prometheus::Registry> registry_;
+  const std::unique_ptr<metrics_internal::Families> families_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<ModelMetrics>, std::less<>> models_ ABSL_GUARDED_BY(mu_);
   ModelMetrics* unknown_;  // owned by models_ under "unknown"
-  // model -> its compute_info labels, rendered once
-  std::map<std::string, std::string> compute_labels_ ABSL_GUARDED_BY(mu_);
+  // model -> its model_compute_info series, removed when replaced
+  std::map<std::string, prometheus::Gauge*> compute_info_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::function<LabelCacheReading()>> label_caches_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/docsparse_client.h"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/running_server.h"
 
@@ -36,12 +37,7 @@ std::string Repeat(const std::string& text, int times) {
 
 // The value of one series in a Prometheus exposition, 0 when absent.
 double Sample(const std::string& exposition, const std::string& series) {
-  std::istringstream lines(exposition);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return 0;
+  return testing::Exposition(exposition).Find(series).value_or(0);
 }
 
 class BoundedWorkTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "client/docsparse_client.h"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/running_server.h"
 
@@ -76,9 +77,10 @@ TEST(PrecisionServerTest, CostReportAndMetricsNameThePrecisionAndBf16StaysWithin
   EXPECT_GE(Cosine(*reference, *candidate), 0.999);
 
   const std::string metrics = Metrics(bf16.process->http_address());
-  EXPECT_NE(metrics.find("docsparse_model_compute_info{model=\"minilm\",precision=\"bf16\",isa=\"" +
-                         candidate->cost().isa() + "\"} 1"),
-            std::string::npos)
+  EXPECT_EQ(testing::Exposition(metrics).Find(
+                "docsparse_model_compute_info{model=\"minilm\",precision=\"bf16\",isa=\"" +
+                candidate->cost().isa() + "\"}"),
+            1)
       << metrics;
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "client/docsparse_client.h"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/server_process.h"
 
@@ -255,12 +256,12 @@ TEST_F(PrometheusTest, PromtoolAcceptsTheExpositionUnderLoad) {
     const auto [status, output] = RunShell(std::string(kPromtool) + " check metrics < " + file);
     EXPECT_EQ(status, 0) << output;
     EXPECT_EQ(output, "");
-    EXPECT_NE(response->body.find(
-                  "docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"} "),
-              std::string::npos);
-    EXPECT_NE(response->body.find(
-                  "docsparse_requests_total{model=\"unknown\",task=\"embed\",code=\"NOT_FOUND\"} "),
-              std::string::npos);
+    const testing::Exposition exposition(response->body);
+    EXPECT_TRUE(exposition.errors().empty()) << ::testing::PrintToString(exposition.errors());
+    EXPECT_TRUE(
+        exposition.Has("docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"}"));
+    EXPECT_TRUE(exposition.Has(
+        "docsparse_requests_total{model=\"unknown\",task=\"embed\",code=\"NOT_FOUND\"}"));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

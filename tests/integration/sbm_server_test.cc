@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/docsparse_client.h"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/running_server.h"
 
@@ -108,12 +109,11 @@ TEST_F(SbmServerTest, ThreeBudgetsOrderDensityAndFlopsAndReachMetrics) {
   httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
   auto metrics = http.Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
-  EXPECT_NE(metrics->body.find("docsparse_mask_density_count{model=\"minilm-sbm\",task=\"embed\","
-                               "attention=\"sbm\"}"),
-            std::string::npos)
+  const testing::Exposition exposition(metrics->body);
+  EXPECT_TRUE(exposition.Has(
+      "docsparse_mask_density_count{model=\"minilm-sbm\",task=\"embed\",attention=\"sbm\"}"))
       << metrics->body.substr(0, 4000);
-  EXPECT_NE(metrics->body.find("docsparse_attention_flops_total{model=\"minilm-sbm\""),
-            std::string::npos);
+  EXPECT_TRUE(exposition.HasWithLabels("docsparse_attention_flops_total", "model=\"minilm-sbm\""));
 }
 
 TEST_F(SbmServerTest, EdgeRegularizationIsServedAndOtherPlannersRefused) {

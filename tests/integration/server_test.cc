@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "client/docsparse_client.h"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/server_process.h"
 
@@ -306,9 +307,8 @@ TEST_F(ServerTest, HttpPortServesHealthAndMetrics) {
   EXPECT_EQ(readyz->status, 200);
   auto metrics = http.Get("/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_NE(
-      metrics->body.find("docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"}"),
-      std::string::npos)
+  EXPECT_TRUE(testing::Exposition(metrics->body)
+                  .Has("docsparse_requests_total{model=\"minilm\",task=\"embed\",code=\"OK\"}"))
       << metrics->body;
 }
 

@@ -22,6 +22,7 @@
 #include "client/docsparse_client.h"
 #include "docsparse/v1/docsparse.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/running_server.h"
 
@@ -97,10 +98,7 @@ class SummarizeServerTest : public ::testing::Test {
     httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
     auto response = http.Get("/metrics");
     if (!response || response->status != 200) return -1;
-    const std::string& text = response->body;
-    const size_t at = text.find("\n" + series + " ");
-    if (at == std::string::npos) return 0;
-    return std::stod(text.substr(at + series.size() + 2));
+    return testing::Exposition(response->body).Find(series).value_or(0);
   }
 
   // Polls Metric(series) until it reaches `at_least` or 10 s pass.

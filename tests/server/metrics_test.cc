@@ -2,16 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
-#include <map>
-#include <regex>
-#include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "server/metric_series.h"
+#include "tests/common/exposition.h"
 
 namespace docsparse {
 namespace {
@@ -42,64 +39,7 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
     {"docsparse_model_load_seconds", "gauge"},
 };
 
-// The samples of an exposition by series ("name{labels}"), checked on the
-// way: every line is a comment or a well-formed sample, every sample belongs
-// to the family of the TYPE line above it, no family is typed twice.
-class Exposition {
- public:
-  explicit Exposition(const std::string& text) {
-    static const std::regex kSample(
-        R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (\S+)$)");
-    std::istringstream lines(text);
-    std::string line;
-    std::string family;
-    std::set<std::string> typed;
-    while (std::getline(lines, line)) {
-      if (line.rfind("# HELP ", 0) == 0) continue;
-      if (line.rfind("# TYPE ", 0) == 0) {
-        family = line.substr(7, line.find(' ', 7) - 7);
-        if (!typed.insert(family).second) errors_.push_back("typed twice: " + line);
-        types_[family] = line.substr(line.rfind(' ') + 1);
-        continue;
-      }
-      std::smatch match;
-      if (!std::regex_match(line, match, kSample)) {
-        errors_.push_back("malformed: " + line);
-        continue;
-      }
-      if (match[1].str().rfind(family, 0) != 0) errors_.push_back("outside its family: " + line);
-      const std::string series = line.substr(0, line.rfind(' '));
-      if (!samples_.emplace(series, std::strtod(match[5].str().c_str(), nullptr)).second) {
-        errors_.push_back("duplicate: " + line);
-      }
-    }
-  }
-
-  const std::vector<std::string>& errors() const { return errors_; }
-  const std::map<std::string, std::string>& types() const { return types_; }
-  bool Has(const std::string& series) const { return samples_.count(series) > 0; }
-  // The value of `series`; fails the test (and returns -1) if absent.
-  double Value(const std::string& series) const {
-    const auto it = samples_.find(series);
-    if (it == samples_.end()) {
-      ADD_FAILURE() << "no series " << series;
-      return -1;
-    }
-    return it->second;
-  }
-  // Whether some sample's name is `name`.
-  bool HasName(const std::string& name) const {
-    for (const auto& [series, value] : samples_) {
-      if (series == name || series.rfind(name + "{", 0) == 0) return true;
-    }
-    return false;
-  }
-
- private:
-  std::map<std::string, double> samples_;
-  std::map<std::string, std::string> types_;
-  std::vector<std::string> errors_;
-};
+using ::docsparse::testing::Exposition;
 
 Exposition Render(const Metrics& metrics) {
   const Exposition exposition(metrics.Render());
@@ -215,9 +155,7 @@ TEST(MetricsTest, GenerationFamilies) {
       exposition.Value("docsparse_time_to_first_token_seconds_bucket{" + labels + ",le=\"0.016\"}"),
       0);
   EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_count{model="bart"})"), 2);
-  // 0.0004 renders as 4e-04 (the shortest round-trip form).
-  EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_bucket{model="bart",le=")" +
-                             FormatNumber(0.0004) + "\"}"),
+  EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_bucket{model="bart",le="0.0004"})"),
             1);
   EXPECT_EQ(
       exposition.Value(R"(docsparse_generation_cancelled_total{model="bart",reason="client"})"), 2);
@@ -378,26 +316,48 @@ TEST(MetricsTest, RegisteringAgainReturnsTheSameHandle) {
 }
 
 TEST(MetricsTest, LabelValuesAreEscaped) {
-  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   Metrics metrics("v\"1");
   metrics.RegisterModel("we\"ird\\name\nx", "dense", 0);
-  const std::string text = metrics.Render();
-  EXPECT_NE(text.find(R"(docsparse_build_info{version="v\"1"} 1)"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(docsparse_queue_depth{model="we\"ird\\name\nx"} 0)"), std::string::npos)
-      << text;
-  Render(metrics);  // and still well-formed
+  const Exposition exposition = Render(metrics);
+  EXPECT_EQ(exposition.Value(R"(docsparse_build_info{version="v\"1"})"), 1);
+  EXPECT_EQ(exposition.Value(R"(docsparse_queue_depth{model="we\"ird\\name\nx"})"), 0);
 }
 
-TEST(MetricsTest, NumbersParseBack) {
-  EXPECT_EQ(FormatNumber(0.001), "0.001");
-  EXPECT_EQ(FormatNumber(131.072), "131.072");
-  EXPECT_EQ(FormatNumber(1e6), "1e+06");
-  EXPECT_EQ(FormatNumber(1.0 / 0.0), "+Inf");
-  EXPECT_EQ(FormatNumber(-1.0 / 0.0), "-Inf");
-  EXPECT_EQ(FormatNumber(std::nan("")), "NaN");
-  for (double value : {0.1 + 0.2, 1.0 / 3, 6.02214076e23, 5e-324}) {
-    EXPECT_EQ(std::strtod(FormatNumber(value).c_str(), nullptr), value);
-  }
+// Observations that would break a series are not observed: NaN, and
+// counter amounts below zero.
+TEST(MetricsTest, NanAndNegativeAmountsAreIgnored) {
+  Metrics metrics("v");
+  ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);
+  v1::CostReport cost = Cost(v1::ATTENTION_KIND_DENSE, std::nan(""), true);
+  cost.set_total_flops(-5);
+  cost.set_attention_flops(std::nan(""));
+  RequestObservation observation;
+  observation.cost = &cost;
+  model.ObserveRequest(observation);
+  model.ObserveDecodeStep(std::nan(""));
+  const Exposition exposition = Render(metrics);
+  const std::string labels = R"(model="m",task="embed")";
+  EXPECT_EQ(exposition.Value("docsparse_mask_density_count{" + labels + R"(,attention="dense"})"),
+            0);
+  EXPECT_EQ(
+      exposition.Value("docsparse_attention_flops_total{" + labels + R"(,attention="dense"})"), 0);
+  EXPECT_EQ(exposition.Value("docsparse_flops_total{" + labels + "}"), 0);
+  EXPECT_EQ(exposition.Value(R"(docsparse_decode_step_seconds_count{model="m"})"), 0);
+  EXPECT_EQ(exposition.Value("docsparse_requests_total{" + labels + R"(,code="OK"})"), 1);
+}
+
+// The model_compute_info series is replaced, not added to.
+TEST(MetricsTest, ComputeInfoIsReplaced) {
+  Metrics metrics("v");
+  metrics.RegisterModel("m", "dense", 0);
+  EXPECT_EQ(Render(metrics).types().count("docsparse_model_compute_info"), 0u);
+  metrics.SetModelCompute("m", "fp32", "avx2");
+  metrics.SetModelCompute("m", "bf16", "amx");
+  const Exposition exposition = Render(metrics);
+  EXPECT_EQ(
+      exposition.Value(R"(docsparse_model_compute_info{model="m",precision="bf16",isa="amx"})"), 1);
+  EXPECT_FALSE(
+      exposition.Has(R"(docsparse_model_compute_info{model="m",precision="fp32",isa="avx2"})"));
 }
 
 TEST(MetricsTest, ConcurrentObservationsAddUp) {
