@@ -386,36 +386,52 @@ v1::SummarizeRequest LongBeamSearch() {
 
 // A client that cancels mid-stream stops its decoding: counted in
 // docsparse_generation_cancelled_total{reason="client"} and logged.
+// The greedy stream shares a batch with a long beam search (which keeps the
+// batch decoding for a while) only when both arrive before the engine takes
+// the first; otherwise it decodes alone after it, fast enough on the tiny
+// model that a slowed-down client may read its 3 chunks only once the
+// server has finished (the stream's request is then counted OK, not
+// stopped). Such an attempt proves nothing: try again, up to 5 times.
 TEST_F(SummarizeServerTest, ClientCancellingMidStreamStopsDecoding) {
   const std::string series =
       R"(docsparse_generation_cancelled_total{model="bart",reason="client"})";
-  const double before = Metric(series);
-  ASSERT_GE(before, 0);
+  const std::string completed =
+      R"(docsparse_requests_total{model="bart",task="summarize_stream",code="OK"})";
   auto channel =
       grpc::CreateChannel(server_->process->grpc_address(), grpc::InsecureChannelCredentials());
   auto stub = v1::DocumentService::NewStub(channel);
-  // A greedy stream (chunks flow) in the same batch as a long beam search
-  // (which keeps the batch decoding for a while).
-  auto slow = std::async(std::launch::async,
-                         [] { return client_->Summarize(LongBeamSearch(), absl::Seconds(120)); });
-  grpc::ClientContext context;
-  v1::SummarizeRequest greedy = LongBeamSearch();
-  greedy.mutable_generation()->set_num_beams(1);
-  auto reader = stub->SummarizeStream(&context, greedy);
-  v1::SummarizeChunk chunk;
-  int received = 0;
-  while (received < 3 && reader->Read(&chunk)) ++received;
-  ASSERT_EQ(received, 3) << "the stream ended early";
-  EXPECT_FALSE(chunk.done());
-  context.TryCancel();
-  while (reader->Read(&chunk)) {
+  bool stopped = false;
+  for (int attempt = 0; attempt < 5 && !stopped; ++attempt) {
+    SCOPED_TRACE(attempt);
+    const double before = Metric(series);
+    const double completed_before = Metric(completed);
+    ASSERT_GE(before, 0);
+    auto slow = std::async(std::launch::async,
+                           [] { return client_->Summarize(LongBeamSearch(), absl::Seconds(120)); });
+    grpc::ClientContext context;
+    v1::SummarizeRequest greedy = LongBeamSearch();
+    greedy.mutable_generation()->set_num_beams(1);
+    auto reader = stub->SummarizeStream(&context, greedy);
+    v1::SummarizeChunk chunk;
+    int received = 0;
+    while (received < 3 && reader->Read(&chunk)) ++received;
+    ASSERT_EQ(received, 3) << "the stream ended early";
+    EXPECT_FALSE(chunk.done());
+    context.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    // The other request is unaffected.
+    auto other = slow.get();
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_EQ(other->cost().generated_tokens(), 511);
+    stopped = AwaitMetric(series, before + 1) == before + 1;
+    // Either decoding stopped, or it had finished before the cancel came.
+    if (!stopped) {
+      EXPECT_EQ(Metric(completed), completed_before + 1);
+    }
   }
-  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_EQ(AwaitMetric(series, before + 1), before + 1);
-  // The other request of the batch is unaffected.
-  auto other = slow.get();
-  ASSERT_TRUE(other.ok()) << other.status();
-  EXPECT_EQ(other->cost().generated_tokens(), 511);
+  EXPECT_TRUE(stopped) << "the server never stopped a cancelled stream's decoding";
   EXPECT_NE(server_->process->output().find("stopped after"), std::string::npos);
   EXPECT_NE(server_->process->output().find("client cancelled"), std::string::npos);
 }
