@@ -12,12 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "server/cost_report.h"
 #include "server/grpc_status.h"
 
 namespace docsparse {
 namespace {
-
-using Seconds = std::chrono::duration<double>;
 
 // The client's deadline on the batcher's clock (max when there is none).
 BatchClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline) {
@@ -25,37 +24,6 @@ BatchClock::time_point SteadyDeadline(std::chrono::system_clock::time_point dead
   if (deadline >= now + std::chrono::hours(24 * 365)) return BatchClock::time_point::max();
   return BatchClock::now() + std::chrono::duration_cast<BatchClock::duration>(deadline - now);
 }
-
-// Records one request's metrics: in flight from construction to Finish().
-class RequestRecorder {
- public:
-  RequestRecorder(ModelMetrics& metrics, MetricTask task)
-      : metrics_(&metrics), task_(task), received_(BatchClock::now()) {
-    metrics_->AddInflight(1);
-  }
-
-  BatchClock::time_point received() const { return received_; }
-
-  // Once, as the request is answered. `cost` is read only when OK.
-  void Finish(const grpc::Status& status, const v1::CostReport* cost) const {
-    RequestObservation observation;
-    observation.task = task_;
-    observation.code = status.error_code();
-    observation.request_seconds = Seconds(BatchClock::now() - received_).count();
-    if (status.ok() && cost != nullptr) {
-      observation.queue_seconds = cost->timings().queue_ms() / 1e3;
-      observation.inference_seconds = cost->timings().inference_ms() / 1e3;
-      observation.cost = cost;
-    }
-    metrics_->ObserveRequest(observation);
-    metrics_->AddInflight(-1);
-  }
-
- private:
-  ModelMetrics* metrics_;
-  MetricTask task_;
-  BatchClock::time_point received_;
-};
 
 // What the client will see: a call it already cancelled (or whose deadline
 // passed) gets CANCELLED / DEADLINE_EXCEEDED from gRPC whatever we answer,
@@ -68,56 +36,20 @@ grpc::Status AsSeenByClient(const grpc::Status& status, grpc::CallbackServerCont
   return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled during inference");
 }
 
-grpc::Status NotReady() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is not ready or is draining");
+// The metrics' code for what the client saw.
+absl::StatusCode CodeOf(const grpc::Status& status) {
+  return static_cast<absl::StatusCode>(status.error_code());
 }
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> CostMetadata(const v1::CostReport& cost) {
-  return {
-      {"x-docsparse-density", absl::StrFormat("%.6g", cost.mean_density())},
-      {"x-docsparse-attention-gflops", absl::StrFormat("%.6g", cost.attention_flops() / 1e9)},
-      {"x-docsparse-total-gflops", absl::StrFormat("%.6g", cost.total_flops() / 1e9)},
-      {"x-docsparse-dense-equivalent-gflops",
-       absl::StrFormat("%.6g", cost.dense_equivalent_flops() / 1e9)},
-      {"x-docsparse-input-tokens", absl::StrCat(cost.input_tokens())},
-      {"x-docsparse-batch-size", absl::StrCat(cost.batch_size())},
-      {"x-docsparse-budget-met", cost.budget_met() ? "true" : "false"},
-      {"x-docsparse-queue-ms", absl::StrFormat("%.3f", cost.timings().queue_ms())},
-      {"x-docsparse-inference-ms", absl::StrFormat("%.3f", cost.timings().inference_ms())},
-      {"x-docsparse-total-ms", absl::StrFormat("%.3f", cost.timings().total_ms())},
-  };
-}
-
-DocumentService::DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks,
-                                 ModelBatchers& batchers, Metrics& metrics, int max_streams)
-    : registry_(registry),
-      tasks_(tasks),
-      batchers_(batchers),
-      metrics_(metrics),
-      max_streams_(max_streams) {
-  for (const ServedModel* model : registry_.models()) {
-    if (ModelMetrics* handle = metrics_.Find(model->name)) model_metrics_.emplace(model, handle);
-  }
-}
-
-ModelMetrics& DocumentService::MetricsFor(const std::string& requested) const {
-  absl::StatusOr<const ServedModel*> model = registry_.Find(requested);
-  if (!model.ok()) return metrics_.Unknown();
-  const auto it = model_metrics_.find(*model);
-  return it != model_metrics_.end() ? *it->second : metrics_.Unknown();
-}
+DocumentService::DocumentService(RequestRunner& runner, int max_streams)
+    : runner_(runner), max_streams_(max_streams) {}
 
 absl::Status DocumentService::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
                                      grpc::CallbackServerContext* context) {
-  if (!job.ok()) return job.status();
-  (*job)->pending.deadline = SteadyDeadline(context->deadline());
-  (*job)->is_cancelled = [context] { return context->IsCancelled(); };
-  if (!batchers_.Submit(*std::move(job))) {
-    return absl::ResourceExhaustedError("inference queue is full; retry with backoff");
-  }
-  return absl::OkStatus();
+  return runner_.Submit(std::move(job), SteadyDeadline(context->deadline()),
+                        [context] { return context->IsCancelled(); });
 }
 
 template <typename Request, typename Response, typename Prepare>
@@ -125,7 +57,7 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
                                                     const Request* request, Response* response,
                                                     MetricTask task, Prepare prepare) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const RequestRecorder recorder(MetricsFor(request->model()), task);
+  const RequestRecorder recorder(runner_.MetricsFor(request->model()), task);
   auto finish = [reactor, context, response, recorder](const absl::Status& status) {
     const grpc::Status grpc_status = ToGrpcStatus(status);
     if (status.ok()) {
@@ -133,17 +65,18 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
         context->AddTrailingMetadata(key, value);
       }
     }
-    recorder.Finish(AsSeenByClient(grpc_status, context), &response->cost());
+    recorder.Finish(CodeOf(AsSeenByClient(grpc_status, context)), &response->cost());
     reactor->Finish(grpc_status);
   };
-  if (!ready()) {
-    finish(absl::UnavailableError(NotReady().error_message()));
+  if (!runner_.ready()) {
+    finish(RequestRunner::NotReady());
     return reactor;
   }
   // Until Submit succeeds the job is ours; after, only its completion may
   // finish the reactor.
-  const absl::Status submitted = Submit(
-      std::invoke(prepare, tasks_, *request, recorder.received(), response, finish), context);
+  const absl::Status submitted =
+      Submit(std::invoke(prepare, runner_.tasks(), *request, recorder.received(), response, finish),
+             context);
   if (!submitted.ok()) finish(submitted);
   return reactor;
 }
@@ -179,7 +112,7 @@ grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContext* context,
                                                       const v1::ListModelsRequest*,
                                                       v1::ListModelsResponse* response) {
-  tasks_.ListModels(response);
+  runner_.tasks().ListModels(response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -197,9 +130,9 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
                 const v1::SummarizeRequest* request)
       : service_(service),
         context_(context),
-        recorder_(service.MetricsFor(request->model()), MetricTask::kSummarizeStream) {
-    if (!service_.ready()) {
-      Complete(absl::UnavailableError(NotReady().error_message()));
+        recorder_(service.runner_.MetricsFor(request->model()), MetricTask::kSummarizeStream) {
+    if (!service_.runner_.ready()) {
+      Complete(RequestRunner::NotReady());
       return;
     }
     if (service_.streams_.fetch_add(1) >= service_.max_streams_) {
@@ -210,7 +143,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
     }
     counted_ = true;
     const absl::Status submitted =
-        service_.Submit(service_.tasks_.PrepareSummarize(
+        service_.Submit(service_.runner_.tasks().PrepareSummarize(
                             *request, recorder_.received(), &response_,
                             [this](const absl::Status& status) { Complete(status); },
                             [this](int32_t token, const std::string& text) { Push(token, text); }),
@@ -256,7 +189,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   void Complete(const absl::Status& status) {
     if (!status.ok()) {
       const grpc::Status grpc_status = ToGrpcStatus(status);
-      recorder_.Finish(grpc_status, nullptr);
+      recorder_.Finish(CodeOf(grpc_status), nullptr);
       {
         absl::MutexLock lock(&mu_);
         pending_.clear();  // the error is what the client needs now
@@ -272,7 +205,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
     last.set_done(true);
     *last.mutable_cost() = response_.cost();
     for (auto& [key, value] : CostMetadata(last.cost())) context_->AddTrailingMetadata(key, value);
-    recorder_.Finish(AsSeenByClient(grpc::Status::OK, context_), &last.cost());
+    recorder_.Finish(CodeOf(AsSeenByClient(grpc::Status::OK, context_)), &last.cost());
     {
       absl::MutexLock lock(&mu_);
       if (!write_failed_) pending_.push_back(std::move(last));

@@ -1,6 +1,7 @@
 // docsparse.v1.DocumentService on gRPC's callback API. Each RPC is prepared
 // on the callback thread (validation, tokenization: DocumentTasks) and its
-// encoder work queued on the model's batcher; the reactor finishes from the
+// encoder work queued on the model's batcher through the RequestRunner that
+// the HTTP JSON API shares; the reactor finishes from the
 // thread that ran the batch (the compute thread) with the response, its cost report also as
 // trailing metadata (x-docsparse-*), and the request's metrics. Requests whose client left or whose
 // deadline passed while queued are answered without compute.
@@ -9,28 +10,22 @@
 
 #include <atomic>
 #include <string>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "docsparse/v1/docsparse.grpc.pb.h"
-#include "server/document_tasks.h"
 #include "server/metrics.h"
-#include "server/model_batchers.h"
-#include "server/model_registry.h"
+#include "server/request_runner.h"
 
 namespace docsparse {
 
 class DocumentService final : public v1::DocumentService::CallbackService {
  public:
-  // Borrows everything; all must outlive the gRPC server. Models must be
-  // registered in `metrics` before. At most `max_streams` SummarizeStream
-  // calls run at once; more get RESOURCE_EXHAUSTED.
-  DocumentService(const ModelRegistry& registry, const DocumentTasks& tasks,
-                  ModelBatchers& batchers, Metrics& metrics, int max_streams);
-
-  // Until set, and again once draining, every RPC but ListModels answers
-  // UNAVAILABLE.
-  void SetReady(bool ready) { ready_.store(ready); }
-  bool ready() const { return ready_.load(); }
+  // Borrows the runner, which must outlive the gRPC server. At most
+  // `max_streams` SummarizeStream calls run at once; more get
+  // RESOURCE_EXHAUSTED. Until the runner is ready, and again once draining,
+  // every RPC but ListModels answers UNAVAILABLE.
+  DocumentService(RequestRunner& runner, int max_streams);
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
                                   const v1::EmbedRequest* request,
@@ -59,21 +54,11 @@ class DocumentService final : public v1::DocumentService::CallbackService {
   // client left); the status to finish with when it cannot be queued.
   absl::Status Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
                       grpc::CallbackServerContext* context);
-  ModelMetrics& MetricsFor(const std::string& requested) const;
 
-  const ModelRegistry& registry_;
-  const DocumentTasks& tasks_;
-  ModelBatchers& batchers_;
-  Metrics& metrics_;
+  RequestRunner& runner_;
   const int max_streams_;
   std::atomic<int> streams_{0};
-  std::atomic<bool> ready_{false};
-  // Resolved once (STYLE: label sets per model, not per request).
-  std::unordered_map<const ServedModel*, ModelMetrics*> model_metrics_;
 };
-
-// The headline figures of a cost report as x-docsparse-* metadata pairs.
-std::vector<std::pair<std::string, std::string>> CostMetadata(const v1::CostReport& cost);
 
 }  // namespace docsparse
 

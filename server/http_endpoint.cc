@@ -3,17 +3,63 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/http_api.h"
 
 namespace docsparse {
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const std::string& host, int port, std::function<std::string()> render_metrics,
-    std::function<bool()> ready) {
+    std::function<bool()> ready, HttpApi* api, size_t max_body_bytes) {
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
   endpoint->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *endpoint->server_;
+  server.set_payload_max_length(max_body_bytes);
+  if (api != nullptr) api->Install(server);
+  // httplib answers some errors itself with an empty body (404 for unknown
+  // routes, 413 for bodies over the cap, 400 for malformed HTTP): give them
+  // a JSON one in the shape of the route's API. Errors our handlers wrote
+  // keep theirs.
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message;
+        if (res.status == 404) {
+          message = "no route " + req.method + " " + req.path;
+        } else if (res.status == 413) {
+          message = HttpApi::BodyTooLarge(max_body_bytes);
+        } else {
+          message = "HTTP status " + std::to_string(res.status);
+        }
+        HttpApi::WriteRouteError(req.path, res.status, message, res);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  // One request per connection. httplib 0.11 does not read a body sent with
+  // GET, HEAD or OPTIONS, and a kept-alive connection would read those bytes
+  // as its next request: a request-smuggling hole behind any proxy that
+  // reuses connections, which no response header closes. Our requests are
+  // milliseconds of compute at least, so a new connection each costs next
+  // to nothing.
+  server.set_keep_alive_max_count(1);
+  server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown exception";
+        try {
+          if (error) std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        res.status = 500;
+        res.set_content(
+            nlohmann::json{{"error", "internal error: " + what}, {"error_type", "Backend"}}.dump(
+                -1, ' ', false, nlohmann::json::error_handler_t::replace),
+            "application/json");
+      });
   server.Get("/metrics", [render_metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });

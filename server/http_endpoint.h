@@ -1,5 +1,7 @@
-// The HTTP side port: /metrics (Prometheus), /healthz (process alive) and
-// /readyz (models warmed up and not draining).
+// The HTTP port: /metrics (Prometheus), /healthz (process alive), /readyz
+// (models warmed up and not draining), and the JSON API's routes
+// (server/http_api.h). Errors without a body of their own (unknown route,
+// body over the size cap, a handler that threw) get a JSON one.
 #ifndef DOCSPARSE_SERVER_HTTP_ENDPOINT_H_
 #define DOCSPARSE_SERVER_HTTP_ENDPOINT_H_
 
@@ -17,12 +19,16 @@ class Server;
 
 namespace docsparse {
 
+class HttpApi;
+
 class HttpEndpoint {
  public:
   // Binds host:port (port 0 picks a free one) and serves on its own thread.
+  // `api` (may be null) adds its routes; request bodies over
+  // `max_body_bytes` are refused 413.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
       const std::string& host, int port, std::function<std::string()> render_metrics,
-      std::function<bool()> ready);
+      std::function<bool()> ready, HttpApi* api, size_t max_body_bytes);
   ~HttpEndpoint();
 
   int port() const { return port_; }

@@ -94,20 +94,26 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
   // Validates the request, prepares its jobs and submits them; an error
   // before any job is queued finishes the RPC at once.
   void Start() {
-    if (!service_.ready()) return Finish(absl::UnavailableError("server is not ready"));
+    if (!service_.ready()) return Finish(RequestRunner::NotReady());
     std::vector<std::unique_ptr<EncodeJob>> jobs;
     if (absl::Status prepared = PrepareJobs(&jobs); !prepared.ok()) return Finish(prepared);
     {
       absl::MutexLock lock(&mu_);
       pending_ = jobs.size();
     }
+    const BatchClock::time_point deadline = SteadyDeadline(context_->deadline());
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (service_.batchers_.Submit(std::move(jobs[i]))) continue;
+      // Polled under the batcher's lock: atomics only. A failed sibling makes
+      // the rest pointless.
+      auto cancelled = [self = shared_from_this()] {
+        return self->failed_.load() || self->context_->IsCancelled();
+      };
+      const absl::Status submitted =
+          service_.runner_.Submit(std::move(jobs[i]), deadline, std::move(cancelled));
+      if (submitted.ok()) continue;
       // This job and the ones after it will never complete: answer for them,
       // and let the queued ones be dropped as cancelled.
-      const absl::Status full =
-          absl::ResourceExhaustedError("inference queue is full; retry with backoff");
-      for (size_t j = i; j < jobs.size(); ++j) JobDone(full);
+      for (size_t j = i; j < jobs.size(); ++j) JobDone(submitted);
       return;
     }
   }
@@ -169,7 +175,7 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
     return AdmitRequest(price, tasks().limits());
   }
 
-  const DocumentTasks& tasks() const { return service_.tasks_; }
+  const DocumentTasks& tasks() const { return service_.runner_.tasks(); }
 
   Completion Completer(size_t index) {
     return [self = shared_from_this(), index](const absl::Status& status) {
@@ -177,16 +183,11 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
     };
   }
 
-  // Appends a prepared job, with the RPC's deadline and cancellation.
+  // Appends a prepared job (Start submits it with the RPC's deadline and
+  // cancellation).
   absl::Status Add(absl::StatusOr<std::unique_ptr<EncodeJob>> job, size_t index,
                    std::vector<std::unique_ptr<EncodeJob>>* jobs) {
     if (!job.ok()) return ForDocument(job.status(), index);
-    (*job)->pending.deadline = SteadyDeadline(context_->deadline());
-    // Polled under the batcher's lock: atomics only. A failed sibling makes
-    // the rest pointless.
-    (*job)->is_cancelled = [self = shared_from_this()] {
-      return self->failed_.load() || self->context_->IsCancelled();
-    };
     jobs->push_back(std::move(*job));
     return absl::OkStatus();
   }
@@ -300,21 +301,12 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
-KServeService::KServeService(const ModelRegistry& registry, const DocumentTasks& tasks,
-                             ModelBatchers& batchers, Metrics& metrics)
-    : registry_(registry), tasks_(tasks), batchers_(batchers), metrics_(metrics) {
-  for (const ServedModel* model : registry_.models()) {
-    if (ModelMetrics* handle = metrics_.Find(model->name)) model_metrics_.emplace(model, handle);
-  }
-}
+KServeService::KServeService(RequestRunner& runner, const ModelRegistry& registry)
+    : runner_(runner), registry_(registry) {}
 
 ModelMetrics& KServeService::MetricsFor(const std::string& requested) const {
   // The registry reads "" as the default model; this protocol requires a name.
-  if (requested.empty()) return metrics_.Unknown();
-  absl::StatusOr<const ServedModel*> model = registry_.Find(requested);
-  if (!model.ok()) return metrics_.Unknown();
-  const auto it = model_metrics_.find(*model);
-  return it != model_metrics_.end() ? *it->second : metrics_.Unknown();
+  return requested.empty() ? runner_.UnknownMetrics() : runner_.MetricsFor(requested);
 }
 
 absl::StatusOr<const ServedModel*> KServeService::FindModel(const std::string& name,

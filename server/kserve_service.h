@@ -13,29 +13,24 @@
 #ifndef DOCSPARSE_SERVER_KSERVE_SERVICE_H_
 #define DOCSPARSE_SERVER_KSERVE_SERVICE_H_
 
-#include <atomic>
 #include <string>
-#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "inference/grpc_predict_v2.grpc.pb.h"
-#include "server/document_tasks.h"
 #include "server/metrics.h"
-#include "server/model_batchers.h"
 #include "server/model_registry.h"
+#include "server/request_runner.h"
 
 namespace docsparse {
 
 class KServeService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  // Borrows everything; all must outlive the gRPC server. Models not
-  // registered with `metrics` are counted as model="unknown".
-  KServeService(const ModelRegistry& registry, const DocumentTasks& tasks, ModelBatchers& batchers,
-                Metrics& metrics);
+  // Borrows both; they must outlive the gRPC server. Requests run through
+  // the runner DocumentService and the HTTP API share; ServerReady /
+  // ModelReady report its readiness, and ModelInfer is UNAVAILABLE without it.
+  KServeService(RequestRunner& runner, const ModelRegistry& registry);
 
-  // ServerReady / ModelReady report this; ModelInfer is UNAVAILABLE without it.
-  void SetReady(bool ready) { ready_.store(ready); }
-  bool ready() const { return ready_.load(); }
+  bool ready() const { return runner_.ready(); }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
@@ -68,13 +63,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   // The metrics of the model a request names, or of "unknown".
   ModelMetrics& MetricsFor(const std::string& requested) const;
 
+  RequestRunner& runner_;
   const ModelRegistry& registry_;
-  const DocumentTasks& tasks_;
-  ModelBatchers& batchers_;
-  Metrics& metrics_;
-  // Resolved once at construction, so requests find their series by model.
-  std::unordered_map<const ServedModel*, ModelMetrics*> model_metrics_;
-  std::atomic<bool> ready_{false};
 };
 
 }  // namespace docsparse

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -27,12 +28,14 @@
 #include "server/compute_thread.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
+#include "server/http_api.h"
 #include "server/http_endpoint.h"
 #include "server/kserve_service.h"
 #include "server/metrics.h"
 #include "server/model_batchers.h"
 #include "server/model_registry.h"
 #include "server/reflection_v1_service.h"
+#include "server/request_runner.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
@@ -64,6 +67,14 @@ ABSL_FLAG(int64_t, label_cache_bytes, 64 << 20,
           "Bytes of zero-shot label embeddings each model keeps (least recently used "
           "evicted first).");
 ABSL_FLAG(double, shutdown_grace_seconds, 30, "Time in-flight requests get on shutdown.");
+ABSL_FLAG(double, http_timeout_seconds, 300,
+          "Deadline of an HTTP API request (x-docsparse-timeout-ms asks for less): the bound on "
+          "its work, since an HTTP client that leaves is not noticed before its answer.");
+ABSL_FLAG(int, http_threads, 32,
+          "HTTP handler threads: HTTP requests in progress at once (each waits on its thread).");
+ABSL_FLAG(int, max_client_batch_size, 32, "Documents in one HTTP API request (TEI's flag).");
+ABSL_FLAG(int64_t, max_http_body_bytes, 0,
+          "Largest HTTP request body (0: 4x --max_document_bytes); larger ones get 413.");
 
 namespace docsparse {
 namespace {
@@ -118,9 +129,22 @@ int Serve() {
   Metrics metrics(DOCSPARSE_VERSION);
   std::atomic<bool> ready{false};
   const std::string host = absl::GetFlag(FLAGS_host);
+  HttpApiOptions api_options;
+  api_options.version = DOCSPARSE_VERSION;
+  api_options.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(absl::GetFlag(FLAGS_http_timeout_seconds) * 1e3));
+  api_options.threads = absl::GetFlag(FLAGS_http_threads);
+  api_options.max_inputs =
+      static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_client_batch_size)));
+  api_options.max_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  const int64_t body_flag = absl::GetFlag(FLAGS_max_http_body_bytes);
+  const size_t max_body_bytes =
+      static_cast<size_t>(body_flag > 0 ? body_flag : 4 * absl::GetFlag(FLAGS_max_document_bytes));
+  api_options.max_body_bytes = max_body_bytes;
+  HttpApi api(api_options);
   auto http = HttpEndpoint::Start(
       host, absl::GetFlag(FLAGS_metrics_port), [&metrics] { return metrics.Render(); },
-      [&ready] { return ready.load(); });
+      [&ready] { return ready.load(); }, &api, max_body_bytes);
   if (!http.ok()) {
     std::cerr << "docsparse-server: " << http.status().message() << "\n";
     return 1;
@@ -168,9 +192,13 @@ int Serve() {
   auto batchers = std::make_unique<ModelBatchers>(
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
       static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute);
-  DocumentService service(**registry, tasks, *batchers, metrics,
-                          absl::GetFlag(FLAGS_max_concurrent_streams));
-  KServeService kserve(**registry, tasks, *batchers, metrics);
+  RequestRunner runner(**registry, tasks, *batchers, metrics);
+  DocumentService service(runner, absl::GetFlag(FLAGS_max_concurrent_streams));
+  api.Attach(runner, **registry);
+  // The HTTP handlers use the runner: stop them before it goes, whichever
+  // way Serve returns.
+  absl::Cleanup stop_http = [&http] { (*http)->Stop(); };
+  KServeService kserve(runner, **registry);
   // Reflection resolves what the generated pool holds; the health proto is
   // there only if something links its generated code (gRPC's own health
   // service is not protobuf C++), so name it here.
@@ -222,8 +250,7 @@ int Serve() {
   }
   // gRPC first, /readyz last: whoever sees /readyz say ready (a Kubernetes
   // probe) finds gRPC health SERVING too.
-  service.SetReady(true);
-  kserve.SetReady(true);
+  runner.SetReady(true);
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
   health->SetServingStatus("inference.GRPCInferenceService", true);
@@ -236,8 +263,7 @@ int Serve() {
     // Drain: refuse new work, report NOT_SERVING, let in-flight requests
     // finish within the grace period, then cancel what is left.
     ready.store(false);
-    service.SetReady(false);
-    kserve.SetReady(false);
+    runner.SetReady(false);
     health->SetServingStatus(false);
     const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::duration<double>(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
@@ -255,8 +281,9 @@ int Serve() {
   });
   server->Wait();
   stopper.join();
+  // HTTP requests in progress finish on the batchers, which are still there.
+  std::move(stop_http).Invoke();
   batchers.reset();  // finishes whatever is still queued, joins the threads
-  (*http)->Stop();
   std::cout << "docsparse-server: stopped" << std::endl;
   return 0;
 }

@@ -1,0 +1,61 @@
+#include "server/request_runner.h"
+
+#include <chrono>
+#include <utility>
+
+namespace docsparse {
+
+RequestRecorder::RequestRecorder(ModelMetrics& metrics, MetricTask task)
+    : metrics_(&metrics), task_(task), received_(BatchClock::now()) {
+  metrics_->AddInflight(1);
+}
+
+void RequestRecorder::Finish(absl::StatusCode code, const v1::CostReport* cost) const {
+  RequestObservation observation;
+  observation.task = task_;
+  observation.code = static_cast<grpc::StatusCode>(code);
+  observation.request_seconds =
+      std::chrono::duration<double>(BatchClock::now() - received_).count();
+  if (code == absl::StatusCode::kOk && cost != nullptr) {
+    observation.queue_seconds = cost->timings().queue_ms() / 1e3;
+    observation.inference_seconds = cost->timings().inference_ms() / 1e3;
+    observation.cost = cost;
+  }
+  metrics_->ObserveRequest(observation);
+  metrics_->AddInflight(-1);
+}
+
+RequestRunner::RequestRunner(const ModelRegistry& registry, const DocumentTasks& tasks,
+                             ModelBatchers& batchers, Metrics& metrics)
+    : registry_(registry), tasks_(tasks), batchers_(batchers), metrics_(metrics) {
+  for (const ServedModel* model : registry_.models()) {
+    if (ModelMetrics* handle = metrics_.Find(model->name)) model_metrics_.emplace(model, handle);
+  }
+}
+
+ModelMetrics& RequestRunner::MetricsFor(const std::string& requested) const {
+  absl::StatusOr<const ServedModel*> model = registry_.Find(requested);
+  if (!model.ok()) return metrics_.Unknown();
+  const auto it = model_metrics_.find(*model);
+  return it != model_metrics_.end() ? *it->second : metrics_.Unknown();
+}
+
+absl::Status RequestRunner::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
+                                   BatchClock::time_point deadline,
+                                   std::function<bool()> is_cancelled) {
+  if (!job.ok()) return job.status();
+  (*job)->pending.deadline = deadline;
+  (*job)->is_cancelled = std::move(is_cancelled);
+  if (!batchers_.Submit(*std::move(job))) return QueueFull();
+  return absl::OkStatus();
+}
+
+absl::Status RequestRunner::NotReady() {
+  return absl::UnavailableError("server is not ready or is draining");
+}
+
+absl::Status RequestRunner::QueueFull() {
+  return absl::ResourceExhaustedError("inference queue is full; retry with backoff");
+}
+
+}  // namespace docsparse
