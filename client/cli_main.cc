@@ -1,6 +1,7 @@
 // docsparse: command-line client of docsparse-server (usage in kUsage).
 // This file is the flag and dispatch layer; the work is in client/.
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -20,6 +21,8 @@
 
 ABSL_FLAG(std::string, server, "localhost:50051", "docsparse-server address.");
 ABSL_FLAG(std::string, model, "", "Model name (default: the server's default model).");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token for a server run with --auth_token_file (default: $DOCSPARSE_TOKEN).");
 ABSL_FLAG(bool, json, false, "Print one JSON object (the response, with its cost report).");
 ABSL_FLAG(std::string, labels, "", "classify: comma-separated labels (default: the model's).");
 ABSL_FLAG(std::string, overflow, "",
@@ -278,8 +281,12 @@ int Run(const std::vector<char*>& args) {
     }
     return BenchLoad();
   }
+  std::string token = absl::GetFlag(FLAGS_token);
+  if (const char* from_env = std::getenv("DOCSPARSE_TOKEN"); token.empty() && from_env != nullptr) {
+    token = from_env;
+  }
   absl::StatusOr<std::unique_ptr<DocsparseClient>> client =
-      DocsparseClient::Connect(absl::GetFlag(FLAGS_server));
+      DocsparseClient::Connect(absl::GetFlag(FLAGS_server), absl::Seconds(10), token);
   if (!client.ok()) {
     std::cerr << "docsparse: " << client.status().message() << "\n";
     return 1;

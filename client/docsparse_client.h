@@ -18,9 +18,12 @@ namespace docsparse {
 class DocsparseClient {
  public:
   // Connects to `target` ("host:port"), waiting up to `connect_timeout` for
-  // the channel to be ready. UNAVAILABLE if it is not.
+  // the channel to be ready. UNAVAILABLE if it is not. A `bearer_token` is
+  // sent with every call (`authorization: Bearer TOKEN`), for servers run
+  // with --auth_token_file.
   static absl::StatusOr<std::unique_ptr<DocsparseClient>> Connect(
-      const std::string& target, absl::Duration connect_timeout = absl::Seconds(10));
+      const std::string& target, absl::Duration connect_timeout = absl::Seconds(10),
+      std::string bearer_token = "");
 
   // Each call fails with DEADLINE_EXCEEDED after `timeout`.
   absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request,
@@ -40,9 +43,10 @@ class DocsparseClient {
       const std::string& service = "", absl::Duration timeout = absl::Seconds(5));
 
  private:
-  explicit DocsparseClient(std::shared_ptr<grpc::Channel> channel);
+  DocsparseClient(std::shared_ptr<grpc::Channel> channel, std::string token);
 
   std::shared_ptr<grpc::Channel> channel_;
+  const std::string token_;
   std::unique_ptr<v1::DocumentService::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };

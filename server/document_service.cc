@@ -68,6 +68,11 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
     recorder.Finish(CodeOf(AsSeenByClient(grpc_status, context)), &response->cost());
     reactor->Finish(grpc_status);
   };
+  if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(*context), request->model());
+      !allowed.ok()) {
+    finish(allowed);
+    return reactor;
+  }
   if (!runner_.ready()) {
     finish(RequestRunner::NotReady());
     return reactor;
@@ -112,8 +117,12 @@ grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContext* context,
                                                       const v1::ListModelsRequest*,
                                                       v1::ListModelsResponse* response) {
-  runner_.tasks().ListModels(response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context)); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
+  runner_.tasks().ListModels(response);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -131,6 +140,12 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
       : service_(service),
         context_(context),
         recorder_(service.runner_.MetricsFor(request->model()), MetricTask::kSummarizeStream) {
+    if (absl::Status allowed =
+            service_.runner_.Authorize(GrpcAuthorization(*context), request->model());
+        !allowed.ok()) {
+      Complete(allowed);
+      return;
+    }
     if (!service_.runner_.ready()) {
       Complete(RequestRunner::NotReady());
       return;

@@ -47,6 +47,10 @@ int HttpStatusOf(const absl::Status& status, Refusal refusal) {
       return 422;
     case absl::StatusCode::kNotFound:
       return 404;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
     case absl::StatusCode::kResourceExhausted:
       return refusal == Refusal::kQueueFull ? 429 : 413;
     case absl::StatusCode::kUnavailable:
@@ -78,6 +82,10 @@ std::string TeiErrorType(int status) {
       return "Unhealthy";
     case 404:
       return "NotFound";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 504:
       return "Timeout";
     default:
@@ -105,6 +113,8 @@ void WriteError(httplib::Response& res, Dialect dialect, int status, const std::
     body["error"] = {
         {"message", message},
         {"type", status == 429   ? "rate_limit_error"
+                 : status == 401 ? "authentication_error"
+                 : status == 403 ? "permission_error"
                  : status >= 500 ? "server_error"
                                  : "invalid_request_error"},
         {"param", field.empty() ? Json() : Json(field)},
@@ -113,6 +123,7 @@ void WriteError(httplib::Response& res, Dialect dialect, int status, const std::
   } else {
     body = {{"error", message}, {"error_type", TeiErrorType(status)}};
   }
+  if (status == 401) res.set_header("WWW-Authenticate", "Bearer");
   res.set_content(body.dump(), kJson);
 }
 
@@ -312,6 +323,11 @@ class HttpApi::Routes {
                    const Backend* backend = this->backend();
                    if (backend == nullptr)
                      return WriteError(res, dialect, 503, "models are still loading");
+                   if (absl::Status allowed =
+                           backend->runner.Authenticate(req.get_header_value("Authorization"));
+                       !allowed.ok()) {
+                     return WriteError(res, dialect, allowed);
+                   }
                    (this->*handler)(*backend, req, res, dialect);
                  });
       return;
@@ -374,15 +390,38 @@ class HttpApi::Routes {
     BatchClock::time_point deadline;
   };
 
-  // Reads them; nullopt after writing the error.
-  std::optional<Parsed> ReadRequest(const httplib::Request& req, httplib::Response& res,
-                                    Dialect dialect) const {
+  // Reads them; nullopt after writing the error. The caller must hold a token for the model it
+  // names (when the server requires tokens); its credentials are checked before its body is read.
+  // A request refused here is counted under `task` (none for /tokenize) as
+  // gRPC counts its refusals: the model it names, or "unknown" when its body
+  // could not be read.
+  std::optional<Parsed> ReadRequest(const Backend& backend, const httplib::Request& req,
+                                    httplib::Response& res, Dialect dialect,
+                                    std::optional<MetricTask> task) const {
+    const auto refuse = [&](const absl::Status& status, const std::string* model) {
+      if (task.has_value()) {
+        RequestRecorder(
+            model != nullptr ? backend.runner.MetricsFor(*model) : backend.runner.UnknownMetrics(),
+            *task)
+            .Finish(status.code(), nullptr);
+      }
+      WriteError(res, dialect, status);
+      return std::nullopt;
+    };
+    const std::string authorization = req.get_header_value("Authorization");
+    if (absl::Status allowed = backend.runner.Authenticate(authorization); !allowed.ok()) {
+      return refuse(allowed, nullptr);
+    }
     absl::StatusOr<Json> body = http::ParseBody(req.body);
-    if (!body.ok()) return WriteError(res, dialect, body.status()), std::nullopt;
+    if (!body.ok()) return refuse(body.status(), nullptr);
     absl::StatusOr<http::CommonFields> common = http::ReadCommon(*body);
-    if (!common.ok()) return WriteError(res, dialect, common.status()), std::nullopt;
+    if (!common.ok()) return refuse(common.status(), nullptr);
+    if (absl::Status allowed = backend.runner.Authorize(authorization, common->model);
+        !allowed.ok()) {
+      return refuse(allowed, &common->model);
+    }
     absl::StatusOr<BatchClock::time_point> deadline = Deadline(req);
-    if (!deadline.ok()) return WriteError(res, dialect, deadline.status()), std::nullopt;
+    if (!deadline.ok()) return refuse(deadline.status(), &common->model);
     return Parsed{*std::move(body), *std::move(common), *deadline};
   }
 
@@ -440,7 +479,7 @@ class HttpApi::Routes {
   // TEI: {"inputs": str | [str], "normalize", "truncate", ...} -> [[float]].
   void Embed(const Backend& backend, const httplib::Request& req, httplib::Response& res,
              Dialect dialect) {
-    std::optional<Parsed> parsed = ReadRequest(req, res, dialect);
+    std::optional<Parsed> parsed = ReadRequest(backend, req, res, dialect, MetricTask::kEmbed);
     if (!parsed.has_value()) return;
     const auto& [body, common, deadline] = *parsed;
     absl::StatusOr<std::vector<std::string>> texts =
@@ -515,7 +554,7 @@ class HttpApi::Routes {
 
   void OpenAiEmbeddings(const Backend& backend, const httplib::Request& req, httplib::Response& res,
                         Dialect dialect) {
-    std::optional<Parsed> parsed = ReadRequest(req, res, dialect);
+    std::optional<Parsed> parsed = ReadRequest(backend, req, res, dialect, MetricTask::kEmbed);
     if (!parsed.has_value()) return;
     const auto& [body, common, deadline] = *parsed;
     absl::StatusOr<std::vector<v1::Document>> documents = OpenAiInputs(body);
@@ -597,7 +636,7 @@ class HttpApi::Routes {
   // so a list is always a batch of documents.)
   void Predict(const Backend& backend, const httplib::Request& req, httplib::Response& res,
                Dialect dialect) {
-    std::optional<Parsed> parsed = ReadRequest(req, res, dialect);
+    std::optional<Parsed> parsed = ReadRequest(backend, req, res, dialect, MetricTask::kClassify);
     if (!parsed.has_value()) return;
     const auto& [body, common, deadline] = *parsed;
     absl::StatusOr<std::vector<std::string>> texts =
@@ -652,7 +691,7 @@ class HttpApi::Routes {
   // offsets: start and stop are null, text is the token decoded alone.
   void Tokenize(const Backend& backend, const httplib::Request& req, httplib::Response& res,
                 Dialect dialect) {
-    std::optional<Parsed> parsed = ReadRequest(req, res, dialect);
+    std::optional<Parsed> parsed = ReadRequest(backend, req, res, dialect, std::nullopt);
     if (!parsed.has_value()) return;
     const auto& [body, common, deadline] = *parsed;
     absl::StatusOr<std::vector<std::string>> texts =
@@ -746,7 +785,7 @@ class HttpApi::Routes {
   // {num_beams, max_length, ...} (the proto's fields), "stream": bool}.
   void Summarize(const Backend& backend, const httplib::Request& req, httplib::Response& res,
                  Dialect dialect) {
-    std::optional<Parsed> parsed = ReadRequest(req, res, dialect);
+    std::optional<Parsed> parsed = ReadRequest(backend, req, res, dialect, MetricTask::kSummarize);
     if (!parsed.has_value()) return;
     const auto& [body, common, deadline] = *parsed;
     absl::StatusOr<std::optional<std::string>> text = http::ReadString(body, "inputs");

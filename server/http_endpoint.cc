@@ -9,12 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http_api.h"
+#include "server/token_auth.h"
 
 namespace docsparse {
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const std::string& host, int port, std::function<std::string()> render_metrics,
-    std::function<bool()> ready, HttpApi* api, size_t max_body_bytes) {
+    std::function<bool()> ready, HttpApi* api, size_t max_body_bytes,
+    const TokenAuthenticator* infra_auth) {
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
   endpoint->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *endpoint->server_;
@@ -45,6 +47,19 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   // milliseconds of compute at least, so a new connection each costs next
   // to nothing.
   server.set_keep_alive_max_count(1);
+  if (infra_auth != nullptr) {
+    server.set_pre_routing_handler([infra_auth](const httplib::Request& req,
+                                                httplib::Response& res) {
+      if (req.path != "/metrics" && req.path != "/healthz" && req.path != "/readyz" &&
+          req.path != "/health") {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      const absl::Status allowed = infra_auth->Authenticate(req.get_header_value("Authorization"));
+      if (allowed.ok()) return httplib::Server::HandlerResponse::Unhandled;
+      HttpApi::WriteRouteError(req.path, 401, std::string(allowed.message()), res);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
   server.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown exception";

@@ -20,15 +20,18 @@ class Server;
 namespace docsparse {
 
 class HttpApi;
+class TokenAuthenticator;
 
 class HttpEndpoint {
  public:
   // Binds host:port (port 0 picks a free one) and serves on its own thread.
   // `api` (may be null) adds its routes; request bodies over
-  // `max_body_bytes` are refused 413.
+  // `max_body_bytes` are refused 413. With `infra_auth` (may be null: open),
+  // /metrics, /healthz, /readyz and /health want a bearer token too.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
       const std::string& host, int port, std::function<std::string()> render_metrics,
-      std::function<bool()> ready, HttpApi* api, size_t max_body_bytes);
+      std::function<bool()> ready, HttpApi* api, size_t max_body_bytes,
+      const TokenAuthenticator* infra_auth);
   ~HttpEndpoint();
 
   int port() const { return port_; }

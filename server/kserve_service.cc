@@ -94,6 +94,11 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
   // Validates the request, prepares its jobs and submits them; an error
   // before any job is queued finishes the RPC at once.
   void Start() {
+    if (absl::Status allowed =
+            service_.runner_.Authorize(GrpcAuthorization(*context_), request_.model_name());
+        !allowed.ok()) {
+      return Finish(allowed);
+    }
     if (!service_.ready()) return Finish(RequestRunner::NotReady());
     std::vector<std::unique_ptr<EncodeJob>> jobs;
     if (absl::Status prepared = PrepareJobs(&jobs); !prepared.ok()) return Finish(prepared);
@@ -359,6 +364,10 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
 grpc::ServerUnaryReactor* KServeService::ModelMetadata(
     grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
+  if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(*context), request->name());
+      !allowed.ok()) {
+    return FinishNow(context, ToGrpcStatus(allowed));
+  }
   absl::StatusOr<const ServedModel*> model = FindModel(request->name(), request->version(), "name");
   if (!model.ok()) return FinishNow(context, ToGrpcStatus(model.status()));
   response->set_name((*model)->name);

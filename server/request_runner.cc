@@ -5,6 +5,13 @@
 
 namespace docsparse {
 
+absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  if (it == metadata.end()) return {};
+  return absl::string_view(it->second.data(), it->second.size());
+}
+
 RequestRecorder::RequestRecorder(ModelMetrics& metrics, MetricTask task)
     : metrics_(&metrics), task_(task), received_(BatchClock::now()) {
   metrics_->AddInflight(1);
@@ -38,6 +45,18 @@ ModelMetrics& RequestRunner::MetricsFor(const std::string& requested) const {
   if (!model.ok()) return metrics_.Unknown();
   const auto it = model_metrics_.find(*model);
   return it != model_metrics_.end() ? *it->second : metrics_.Unknown();
+}
+
+absl::Status RequestRunner::Authorize(absl::string_view authorization,
+                                      const std::string& requested) const {
+  if (auth_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<const ServedModel*> model = registry_.Find(requested);
+  if (!model.ok()) return auth_->Authenticate(authorization);
+  return auth_->Authorize(authorization, (*model)->name);
+}
+
+absl::Status RequestRunner::Authenticate(absl::string_view authorization) const {
+  return auth_ == nullptr ? absl::OkStatus() : auth_->Authenticate(authorization);
 }
 
 absl::Status RequestRunner::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,

@@ -8,6 +8,8 @@
 #ifndef DOCSPARSE_SERVER_REQUEST_RUNNER_H_
 #define DOCSPARSE_SERVER_REQUEST_RUNNER_H_
 
+#include <grpcpp/server_context.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "server/metrics.h"
 #include "server/model_batchers.h"
 #include "server/model_registry.h"
+#include "server/token_auth.h"
 
 namespace docsparse {
 
@@ -41,6 +44,9 @@ class RequestRecorder {
   BatchClock::time_point received_;
 };
 
+// A gRPC call's "authorization" metadata, empty when absent.
+absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context);
+
 class RequestRunner {
  public:
   // Borrows everything; all must outlive the runner. Models must be
@@ -53,6 +59,17 @@ class RequestRunner {
   bool ready() const { return ready_.load(); }
 
   const DocumentTasks& tasks() const { return tasks_; }
+
+  // Requires a bearer token from `auth` (must outlive the runner); null, the
+  // default, lets everyone in. Set before serving.
+  void SetAuthenticator(const TokenAuthenticator* auth) { auth_ = auth; }
+  // Whether `authorization` ("Bearer TOKEN", the caller's header or
+  // metadata) may call the model `requested` names ("" = the default):
+  // OK, UNAUTHENTICATED or PERMISSION_DENIED. A name no model has needs
+  // only a valid token (the request then fails NOT_FOUND as usual).
+  absl::Status Authorize(absl::string_view authorization, const std::string& requested) const;
+  // Whether it may call at all (listing models, metadata).
+  absl::Status Authenticate(absl::string_view authorization) const;
 
   // The metrics handle of the model a request names ("" = the default
   // model); the "unknown" model's for names that are not loaded.
@@ -75,6 +92,7 @@ class RequestRunner {
   const DocumentTasks& tasks_;
   ModelBatchers& batchers_;
   Metrics& metrics_;
+  const TokenAuthenticator* auth_ = nullptr;
   std::atomic<bool> ready_{false};
   // Resolved once (STYLE: label sets per model, not per request).
   std::unordered_map<const ServedModel*, ModelMetrics*> model_metrics_;

@@ -36,6 +36,7 @@
 #include "server/model_registry.h"
 #include "server/reflection_v1_service.h"
 #include "server/request_runner.h"
+#include "server/token_auth.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
@@ -73,6 +74,12 @@ ABSL_FLAG(double, http_timeout_seconds, 300,
 ABSL_FLAG(int, http_threads, 32,
           "HTTP handler threads: HTTP requests in progress at once (each waits on its thread).");
 ABSL_FLAG(int, max_client_batch_size, 32, "Documents in one HTTP API request (TEI's flag).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "Bearer tokens that may call the server, one a line, each optionally followed by the "
+          "models it may use (server/token_auth.h). Empty: no authentication.");
+ABSL_FLAG(bool, auth_protect_health_and_metrics, false,
+          "With --auth_token_file: /metrics, /healthz, /readyz and /health want a token too "
+          "(gRPC health and reflection stay open).");
 ABSL_FLAG(int64_t, max_http_body_bytes, 0,
           "Largest HTTP request body (0: 4x --max_document_bytes); larger ones get 413.");
 
@@ -142,9 +149,21 @@ int Serve() {
       static_cast<size_t>(body_flag > 0 ? body_flag : 4 * absl::GetFlag(FLAGS_max_document_bytes));
   api_options.max_body_bytes = max_body_bytes;
   HttpApi api(api_options);
+  std::unique_ptr<TokenAuthenticator> auth;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file); !path.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenAuthenticator>> loaded = TokenAuthenticator::Load(path);
+    if (!loaded.ok()) {
+      std::cerr << "docsparse-server: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    auth = *std::move(loaded);
+    std::cerr << "docsparse-server: " << auth->token_count() << " bearer token(s) from " << path
+              << "\n";
+  }
   auto http = HttpEndpoint::Start(
       host, absl::GetFlag(FLAGS_metrics_port), [&metrics] { return metrics.Render(); },
-      [&ready] { return ready.load(); }, &api, max_body_bytes);
+      [&ready] { return ready.load(); }, &api, max_body_bytes,
+      absl::GetFlag(FLAGS_auth_protect_health_and_metrics) ? auth.get() : nullptr);
   if (!http.ok()) {
     std::cerr << "docsparse-server: " << http.status().message() << "\n";
     return 1;
@@ -193,6 +212,7 @@ int Serve() {
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
       static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute);
   RequestRunner runner(**registry, tasks, *batchers, metrics);
+  runner.SetAuthenticator(auth.get());
   DocumentService service(runner, absl::GetFlag(FLAGS_max_concurrent_streams));
   api.Attach(runner, **registry);
   // The HTTP handlers use the runner: stop them before it goes, whichever
