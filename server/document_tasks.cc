@@ -428,6 +428,7 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareAbstractive(
                      "' summarizes abstractively; extractive parameters apply to encoder models"));
   }
   ASSIGN_OR_RETURN(GenerationConfig generation, ResolveGeneration(model, request.generation()));
+  RETURN_IF_ERROR(CheckGenerationCaps(generation, limits_));
   ASSIGN_OR_RETURN(PreparedInput input, Prepare(model, request.document(), limits_,
                                                 ResolveOverflow(request.options(), model)));
   ASSIGN_OR_RETURN(SummarizerInput framed, FrameForSummarizer(model, input.ids, request.options()));
@@ -495,6 +496,13 @@ void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
     info->set_default_pooling(model->serving.pooling == PoolingMode::kCls ? v1::POOLING_CLS
                                                                           : v1::POOLING_MEAN);
     info->set_ready(true);
+  }
+  // Folders that did not load: listed, never ready; their requests get
+  // UNAVAILABLE saying why.
+  for (const auto& [name, status] : registry_.failed()) {
+    v1::ModelInfo* info = response->add_models();
+    info->set_name(name);
+    info->set_ready(false);
   }
 }
 

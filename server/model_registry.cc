@@ -237,10 +237,19 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     absl::StatusOr<std::unique_ptr<ServedModel>> model =
         LoadServedModel(name, entry.path().string(), options);
     if (!model.ok()) {
-      return absl::Status(model.status().code(),
-                          absl::StrCat("model '", name, "': ", model.status().message()));
+      registry->failed_.emplace(
+          name, absl::UnavailableError(
+                    absl::StrCat("model '", name, "' failed to load: ", model.status().message())));
+      continue;
     }
     registry->models_.emplace(name, *std::move(model));
+  }
+  if (registry->models_.empty() && !registry->failed_.empty()) {
+    std::vector<std::string> reasons;
+    for (const auto& [name, status] : registry->failed_) {
+      reasons.push_back(std::string(status.message()));
+    }
+    return absl::UnavailableError(absl::StrCat("no model loaded: ", absl::StrJoin(reasons, "; ")));
   }
   if (registry->models_.empty()) {
     return absl::NotFoundError(absl::StrCat("no model folder with a docsparse.json in '",
@@ -264,6 +273,7 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   if (name.empty()) return default_model_;
   auto it = models_.find(name);
   if (it != models_.end()) return it->second.get();
+  if (const auto failed = failed_.find(name); failed != failed_.end()) return failed->second;
   std::vector<std::string> names;
   for (const auto& [known, unused] : models_) names.push_back(known);
   return absl::NotFoundError(

@@ -78,19 +78,26 @@ struct ModelLoadOptions {
 
 class ModelRegistry {
  public:
-  // Loads every sub-folder of `repository` that holds a docsparse.json.
-  // Fails (naming the folder) if one of them does not load, or if none does.
+  // Loads every sub-folder of `repository` that holds a docsparse.json. A
+  // folder that does not load (a truncated checkpoint, a bad config) fails
+  // only its model: it is kept as a failure, and the others serve. Fails if
+  // no model loads, with every folder's reason.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository,
                                                              const ModelLoadOptions& options = {});
 
   // The model named `name`; an empty name means the default model (the one
   // whose docsparse.json says "default": true, else the first by name).
-  // NotFound lists the models there are.
+  // UNAVAILABLE naming why for a model that failed to load; NotFound lists
+  // the models there are.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
   std::vector<const ServedModel*> models() const;
+  // The folders that did not load: name -> why (UNAVAILABLE, "model 'x'
+  // failed to load: ...").
+  const std::map<std::string, absl::Status>& failed() const { return failed_; }
 
  private:
   std::map<std::string, std::unique_ptr<ServedModel>> models_;
+  std::map<std::string, absl::Status> failed_;
   const ServedModel* default_model_ = nullptr;
 };
 

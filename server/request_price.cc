@@ -71,4 +71,22 @@ absl::Status AdmitRequest(const RequestPrice& price, const ServerLimits& limits)
   return absl::OkStatus();
 }
 
+absl::Status CheckGenerationCaps(const GenerationConfig& generation, const ServerLimits& limits) {
+  const int generated = generation.max_total_length() - 1;  // the start token is not generated
+  if (generated > limits.max_generated_tokens) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "generation.max_new_tokens: up to ", generated,
+        " generated tokens (the request's max_length / max_new_tokens, else the model's); the "
+        "server allows ",
+        limits.max_generated_tokens, " (--max_generated_tokens)"));
+  }
+  if (generation.num_beams > limits.max_beams) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("generation.num_beams: ", generation.num_beams,
+                     " beams (the request's, else the model's); the server allows ",
+                     limits.max_beams, " (--max_beams)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace docsparse

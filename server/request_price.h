@@ -30,6 +30,10 @@ struct ServerLimits {
   // why these defaults).
   int64_t max_request_tokens = 1 << 17;
   double max_request_gflops = 2048;
+  // Abstractive summaries: tokens one may generate and beams it may search
+  // with, whatever its price (--max_generated_tokens, --max_beams).
+  int max_generated_tokens = 1024;
+  int max_beams = 16;
 };
 
 struct RequestPrice {
@@ -59,6 +63,11 @@ double DecoderFlops(const ServedModel& model, const GenerationConfig& generation
 // OK, or RESOURCE_EXHAUSTED naming the request's price, its parts and the
 // limit it is over.
 absl::Status AdmitRequest(const RequestPrice& price, const ServerLimits& limits);
+
+// RESOURCE_EXHAUSTED, naming the field and the flag, when `generation` (the
+// model's defaults with the request's overrides) would generate more tokens
+// or search more beams than `limits` allow.
+absl::Status CheckGenerationCaps(const GenerationConfig& generation, const ServerLimits& limits);
 
 }  // namespace docsparse
 

@@ -64,6 +64,10 @@ ABSL_FLAG(double, max_request_gflops, 2048,
           "Most forward-pass GFLOPs one request may cost, priced by the cost model before it "
           "is queued (encoder, attention plan and, for summaries, the decoder at full length "
           "and beams). Above it: RESOURCE_EXHAUSTED naming the price.");
+ABSL_FLAG(int, max_generated_tokens, 1024,
+          "Tokens one abstractive summary may generate (its max_length / max_new_tokens, or the "
+          "model's); more is RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_beams, 16, "Beams one abstractive summary may search with.");
 ABSL_FLAG(int64_t, label_cache_bytes, 64 << 20,
           "Bytes of zero-shot label embeddings each model keeps (least recently used "
           "evicted first).");
@@ -187,6 +191,9 @@ int Serve() {
     std::cerr << "docsparse-server: " << registry.status().message() << "\n";
     return 1;
   }
+  for (const auto& [name, status] : (*registry)->failed()) {
+    std::cerr << "docsparse-server: " << status.message() << " (the other models serve)\n";
+  }
   for (const ServedModel* model : (*registry)->models()) {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
     metrics.SetModelCompute(model->name, PrecisionName(model->precision()),
@@ -207,6 +214,8 @@ int Serve() {
   limits.max_document_tokens = absl::GetFlag(FLAGS_max_document_tokens);
   limits.max_request_tokens = absl::GetFlag(FLAGS_max_request_tokens);
   limits.max_request_gflops = absl::GetFlag(FLAGS_max_request_gflops);
+  limits.max_generated_tokens = absl::GetFlag(FLAGS_max_generated_tokens);
+  limits.max_beams = absl::GetFlag(FLAGS_max_beams);
   DocumentTasks tasks(**registry, limits);
   auto batchers = std::make_unique<ModelBatchers>(
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),

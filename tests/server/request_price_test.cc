@@ -99,5 +99,28 @@ TEST(RequestPriceTest, DecoderFlopsBoundWhatTheDecoderCounts) {
   fs::remove_all(dir);
 }
 
+TEST(RequestPriceTest, GenerationCapsNameTheFieldAndTheFlag) {
+  ServerLimits limits;
+  limits.max_generated_tokens = 64;
+  limits.max_beams = 4;
+  GenerationConfig generation;
+  generation.max_length = 65;  // 64 generated tokens: allowed
+  generation.num_beams = 4;
+  EXPECT_TRUE(CheckGenerationCaps(generation, limits).ok());
+  generation.max_new_tokens = 65;  // replaces max_length
+  absl::Status status = CheckGenerationCaps(generation, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "generation.max_new_tokens: up to 65 generated tokens (the request's max_length / "
+            "max_new_tokens, else the model's); the server allows 64 (--max_generated_tokens)");
+  generation.max_new_tokens.reset();
+  generation.num_beams = 5;
+  status = CheckGenerationCaps(generation, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "generation.num_beams: 5 beams (the request's, else the model's); the server allows 4 "
+            "(--max_beams)");
+}
+
 }  // namespace
 }  // namespace docsparse

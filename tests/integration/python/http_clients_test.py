@@ -170,7 +170,7 @@ def limits_server():
         (bart / "docsparse.json").write_text(json.dumps({"tasks": ["summarize"]}))
         _servers["limits"] = Server(str(repository), [
             "--threads=2", "--precision=fp32", "--max_http_body_bytes=4096", "--max_queue=1",
-            "--max_batch_size=1"])
+            "--max_batch_size=1", "--max_beams=2", "--max_generated_tokens=16"])
     return _servers["limits"]
 
 
@@ -680,6 +680,19 @@ class LimitsTest(ApiTestCase):
     def setUpClass(cls):
         cls.server = limits_server()
         cls.url = cls.server.url
+
+    def test_413_generation_over_the_server_caps(self):
+        def summarize(generation):
+            return requests.post(f"{self.url}/summarize", json={
+                "model": "bart", "inputs": "A short text to summarize.",
+                "generation": generation}, timeout=60)
+        self.assertTeiError(summarize({"num_beams": 3, "max_new_tokens": 8}), 413,
+                            "generation.num_beams: 3 beams", "Validation")
+        self.assertIn("--max_beams", summarize({"num_beams": 3, "max_new_tokens": 4}).json()["error"])
+        self.assertTeiError(summarize({"max_new_tokens": 17}), 413, "--max_generated_tokens",
+                            "Validation")
+        response = summarize({"num_beams": 2, "max_new_tokens": 16})
+        self.assertEqual(response.status_code, 200, describe(response))
 
     def test_413_body_over_the_cap(self):
         big = "x" * 5000  # over --max_http_body_bytes=4096
