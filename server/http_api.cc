@@ -445,7 +445,8 @@ class HttpApi::Routes {
       } else if (**pooling == "mean") {
         request.set_pooling(v1::POOLING_MEAN);
       } else {
-        return FieldError("pooling", absl::StrCat("\"", **pooling, "\" is not one of cls, mean"));
+        return FieldError("pooling",
+                          absl::StrCat(http::Quoted(**pooling), " is not one of cls, mean"));
       }
     }
     return request;
@@ -563,9 +564,10 @@ class HttpApi::Routes {
     if (!format.ok()) return WriteError(res, dialect, format.status());
     const std::string encoding = format->value_or("float");
     if (encoding != "float" && encoding != "base64") {
-      return WriteError(res, dialect,
-                        FieldError("encoding_format",
-                                   absl::StrCat("\"", encoding, "\" is not one of float, base64")));
+      return WriteError(
+          res, dialect,
+          FieldError("encoding_format",
+                     absl::StrCat(http::Quoted(encoding), " is not one of float, base64")));
     }
     absl::StatusOr<std::optional<int64_t>> dimensions = http::ReadInteger(body, "dimensions");
     if (!dimensions.ok()) return WriteError(res, dialect, dimensions.status());

@@ -66,7 +66,7 @@ absl::StatusOr<v1::AttentionKind> ReadAttention(const Json& value) {
     if (v1::AttentionKind_IsValid(i)) names.push_back(AttentionName(v1::AttentionKind(i)));
   }
   return FieldError("budget.attention",
-                    absl::StrCat("\"", text, "\" is not one of ", absl::StrJoin(names, ", ")));
+                    absl::StrCat(Quoted(text), " is not one of ", absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<v1::SparsityBudget> ReadBudget(const Json& json) {
@@ -106,9 +106,10 @@ absl::StatusOr<v1::SparsityBudget> ReadBudget(const Json& json) {
       }
       budget.set_strict(value.get<bool>());
     } else {
-      return FieldError(field,
-                        "unknown field (known: max_density, max_attention_gflops, "
-                        "edge_regularization, attention, seed, strict)");
+      // The key is the client's: quoted, never part of the field name.
+      return FieldError("budget", absl::StrCat("unknown field ", Quoted(key),
+                                               " (known: max_density, max_attention_gflops, "
+                                               "edge_regularization, attention, seed, strict)"));
     }
   }
   if (caps > 1) {
@@ -120,6 +121,10 @@ absl::StatusOr<v1::SparsityBudget> ReadBudget(const Json& json) {
 }
 
 }  // namespace
+
+std::string Quoted(absl::string_view text) {
+  return Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 absl::Status FieldError(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
@@ -225,7 +230,7 @@ absl::StatusOr<CommonFields> ReadCommon(const Json& body) {
     if (!v1::Overflow_Parse("OVERFLOW_" + absl::AsciiStrToUpper(**overflow), &value) ||
         value == v1::OVERFLOW_UNSPECIFIED) {
       return FieldError("overflow",
-                        absl::StrCat("\"", **overflow, "\" is not one of reject, truncate, chunk"));
+                        absl::StrCat(Quoted(**overflow), " is not one of reject, truncate, chunk"));
     }
     common.options.set_overflow(value);
   }

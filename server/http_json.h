@@ -22,6 +22,11 @@ using Json = nlohmann::json;
 // INVALID_ARGUMENT "`field`: `problem`".
 absl::Status FieldError(absl::string_view field, absl::string_view problem);
 
+// A client's text quoted for an error message: a JSON string, escaped, so
+// what a client sent can neither break the message's "field: problem" form
+// nor forge a log line (found by tests/fuzz/http_json_fuzz.cc).
+std::string Quoted(absl::string_view text);
+
 // The body as a JSON object; INVALID_ARGUMENT "body: ..." otherwise.
 absl::StatusOr<Json> ParseBody(const std::string& body);
 

@@ -66,7 +66,11 @@ TEST(HttpJsonTest, EveryBadFieldIsNamed) {
        "budget.attention: \"fancy\" is not one of dense, lsg, sbm, longformer, bigbird, "
        "sparse_transformer, star, lsh, routing"},
       {R"({"budget": {"densty": 0.1}})",
-       "budget.densty: unknown field (known: max_density, max_attention_gflops, "
+       "budget: unknown field \"densty\" (known: max_density, max_attention_gflops, "
+       "edge_regularization, attention, seed, strict)"},
+      // A client's key or value never breaks the "field: problem" form.
+      {R"({"budget": {"a: b\nc": 1}})",
+       "budget: unknown field \"a: b\\nc\" (known: max_density, max_attention_gflops, "
        "edge_regularization, attention, seed, strict)"},
       {R"({"overflow": "drop"})", "overflow: \"drop\" is not one of reject, truncate, chunk"},
       {R"({"truncate": 1})", "truncate: must be a boolean, not number"},

@@ -10,10 +10,11 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from . import _convert
-from ._client import DEFAULT_CHANNEL_OPTIONS, DEFAULT_TARGET, _health_status, _Settings
+from ._client import (DEFAULT_CHANNEL_OPTIONS, DEFAULT_TARGET, _health_status, _Settings,
+                      _StreamOutcome)
 from ._convert import Document, pb, pb_grpc
 from ._errors import DocsparseError
-from ._results import ClassifyResult, CostReport, EmbedResult, ModelInfo, SummarizeResult
+from ._results import ClassifyResult, EmbedResult, ModelInfo, SummarizeResult
 from ._types import Budget, ExtractiveParams, GenerationParams, HealthStatus, Overflow, Pooling
 
 __all__ = ["AsyncClient", "AsyncSummaryStream"]
@@ -161,9 +162,11 @@ class AsyncClient:
             raise DocsparseError.from_rpc_error(error) from None
 
 
-class AsyncSummaryStream:
+class AsyncSummaryStream(_StreamOutcome):
     """As docsparse.SummaryStream, for `async for`; `await collect()` drains
     it and returns `result`."""
+
+    _drain = "await collect()"
 
     def __init__(self, call, model: str) -> None:
         self._call = call
@@ -190,23 +193,6 @@ class AsyncSummaryStream:
             pass
         return self.result
 
-    @property
-    def done(self) -> bool:
-        return self._accumulator.result is not None
-
-    @property
-    def result(self) -> SummarizeResult:
-        if self._accumulator.result is None:
-            raise RuntimeError("AsyncSummaryStream.result: the stream is not exhausted yet "
-                               "(iterate it to the end, or await collect())")
-        return self._accumulator.result
-
-    @property
-    def cost(self) -> CostReport:
-        return self.result.cost
-
-    def cancel(self) -> None:
-        self._call.cancel()
 
     async def __aenter__(self) -> "AsyncSummaryStream":
         return self

@@ -213,7 +213,34 @@ class Client:
             raise DocsparseError.from_rpc_error(error) from None
 
 
-class SummaryStream:
+class _StreamOutcome:
+    """What the sync and async summary streams share: their outcome once
+    exhausted, and cancellation. Subclasses set `_call`, `_accumulator` and
+    `_drain` (how to drain the rest, for the error message)."""
+
+    _drain = "call collect()"
+
+    @property
+    def done(self) -> bool:
+        return self._accumulator.result is not None
+
+    @property
+    def result(self) -> SummarizeResult:
+        if self._accumulator.result is None:
+            raise RuntimeError(f"{type(self).__name__}.result: the stream is not exhausted yet "
+                               f"(iterate it to the end, or {self._drain})")
+        return self._accumulator.result
+
+    @property
+    def cost(self) -> CostReport:
+        return self.result.cost
+
+    def cancel(self) -> None:
+        """Stops the call (the server stops decoding); no-op once done."""
+        self._call.cancel()
+
+
+class SummaryStream(_StreamOutcome):
     """A streamed summary: iterating yields the text pieces (str) as they
     arrive; concatenated they are the whole summary. Once exhausted, `result`
     (a SummarizeResult: summary, token_ids, cost) and `cost` are set;
@@ -247,24 +274,6 @@ class SummaryStream:
             pass
         return self.result
 
-    @property
-    def done(self) -> bool:
-        return self._accumulator.result is not None
-
-    @property
-    def result(self) -> SummarizeResult:
-        if self._accumulator.result is None:
-            raise RuntimeError("SummaryStream.result: the stream is not exhausted yet "
-                               "(iterate it to the end, or call collect())")
-        return self._accumulator.result
-
-    @property
-    def cost(self) -> CostReport:
-        return self.result.cost
-
-    def cancel(self) -> None:
-        """Stops the call (the server stops decoding); no-op once done."""
-        self._call.cancel()
 
     def __enter__(self) -> "SummaryStream":
         return self
