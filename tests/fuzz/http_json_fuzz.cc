@@ -3,7 +3,8 @@
 // a field ("field: problem") or be read into the v1 request parts; nothing
 // may crash, hang or read out of bounds.
 //
-// Not part of the CMake build (it needs clang). Build and run by hand, after
+// Not part of the CMake build (it needs clang): `scripts/fuzz [SECONDS]` builds
+// and runs every target from its seeds in tests/fuzz/*_seeds/. By hand, after
 // scripts/build (for the generated proto sources):
 //   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
 //     -I. -Ibuild/proto tests/fuzz/http_json_fuzz.cc server/http_json.cc \

@@ -1,12 +1,13 @@
 // libFuzzer target for the safetensors header parser: any byte string must
 // either be rejected with a status or yield views that lie inside the input.
 //
-// Not part of the CMake build (it needs clang). Build and run by hand:
+// Not part of the CMake build (it needs clang): `scripts/fuzz [SECONDS]` builds
+// and runs every target from its seeds in tests/fuzz/*_seeds/. By hand:
 //   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
 //     -I. tests/fuzz/safetensors_fuzz.cc model/checkpoint/safetensors.cc \
 //     $(pkg-config --libs absl_status absl_statusor absl_str_format) \
 //     -o /tmp/safetensors_fuzz
-//   mkdir -p /tmp/st_corpus  # seed it with one or two small valid files
+//   mkdir -p /tmp/st_corpus && cp tests/fuzz/safetensors_seeds/* /tmp/st_corpus/
 //   /tmp/safetensors_fuzz -max_len=4096 -max_total_time=300 /tmp/st_corpus
 // Small seeds (a few tensors, as SafetensorsTest's Serialize() writes) beat
 // a real checkpoint: the header is what is parsed, and runs stay fast.

@@ -4,7 +4,8 @@
 // themselves; any authorization value is OK, UNAUTHENTICATED or
 // PERMISSION_DENIED, never a crash.
 //
-// Not part of the CMake build (it needs clang). Build and run by hand:
+// Not part of the CMake build (it needs clang): `scripts/fuzz [SECONDS]` builds
+// and runs every target from its seeds in tests/fuzz/*_seeds/. By hand:
 //   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
 //     tests/fuzz/token_file_fuzz.cc server/token_auth.cc \
 //     $(pkg-config --libs absl_status absl_statusor absl_strings) -o /tmp/token_file_fuzz
