@@ -733,6 +733,49 @@ class LimitsTest(ApiTestCase):
                     self.assertTeiError(refused[0], 429, "queue", "Overloaded")
 
 
+# ---- Bearer tokens, as the clients send them ----
+
+class AuthenticatedClientsTest(ApiTestCase):
+    """A server run with --auth_token_file: OpenAI's api_key and Hugging
+    Face's token reach it as `Authorization: Bearer ...`."""
+
+    TOKEN = "client-test-0123456789abcdef"
+
+    @classmethod
+    def setUpClass(cls):
+        folder = Path(tempfile.mkdtemp(prefix="docsparse-tokens."))
+        _temp_dirs.append(folder)
+        tokens = folder / "tokens.txt"
+        tokens.write_text(f"{cls.TOKEN} minilm,minilm-lsg\n")
+        cls.server = Server(ARGS.model_repository, ["--threads=2", f"--auth_token_file={tokens}"])
+        _servers["auth"] = cls.server
+
+    def test_openai_api_key_is_the_bearer_token(self):
+        from openai import AuthenticationError, OpenAI, PermissionDeniedError
+
+        good = OpenAI(base_url=f"{self.server.url}/v1", api_key=self.TOKEN, max_retries=0)
+        response = good.embeddings.create(model="minilm", input=["a document"])
+        self.assertEqual(len(response.data[0].embedding), 384)
+        with self.assertRaises(PermissionDeniedError):  # not a model of the token's
+            good.embeddings.create(model="minilm-sbm", input=["a document"])
+        wrong = OpenAI(base_url=f"{self.server.url}/v1", api_key="wrong-0123456789abcdef",
+                       max_retries=0)
+        with self.assertRaises(AuthenticationError):
+            wrong.embeddings.create(model="minilm", input=["a document"])
+
+    def test_hugging_face_token_is_the_bearer_token(self):
+        # InferenceClient names no model: the server's default, minilm-lsg.
+        from huggingface_hub import InferenceClient
+
+        vector = np.asarray(InferenceClient(model=self.server.url, token=self.TOKEN)
+                            .feature_extraction("a document")).reshape(-1)
+        self.assertEqual(vector.shape, (384,))
+        with self.assertRaises(Exception) as refused:
+            InferenceClient(model=self.server.url, token="wrong-0123456789abcdef") \
+                .feature_extraction("a document")
+        self.assertIn("401", str(refused.exception))
+
+
 # ---- Draining: 503 ----
 
 class DrainTest(ApiTestCase):
@@ -810,7 +853,7 @@ def main():
     loader = unittest.TestLoader()
     # DrainTest stops the limits server: last.
     order = [ReflectionTest, OpenAiClientTest, HuggingFaceClientTest, ServerSentEventsTest,
-             ErrorMappingTest, OpenApiTest, LimitsTest, DrainTest]
+             ErrorMappingTest, OpenApiTest, AuthenticatedClientsTest, LimitsTest, DrainTest]
     if ARGS.tests:
         suite = loader.loadTestsFromNames(ARGS.tests, sys.modules[__name__])
     else:
