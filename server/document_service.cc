@@ -18,13 +18,6 @@
 namespace docsparse {
 namespace {
 
-// The client's deadline on the batcher's clock (max when there is none).
-BatchClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline) {
-  const auto now = std::chrono::system_clock::now();
-  if (deadline >= now + std::chrono::hours(24 * 365)) return BatchClock::time_point::max();
-  return BatchClock::now() + std::chrono::duration_cast<BatchClock::duration>(deadline - now);
-}
-
 // What the client will see: a call it already cancelled (or whose deadline
 // passed) gets CANCELLED / DEADLINE_EXCEEDED from gRPC whatever we answer,
 // so the metrics count that rather than our OK.
@@ -43,12 +36,11 @@ absl::StatusCode CodeOf(const grpc::Status& status) {
 
 }  // namespace
 
-DocumentService::DocumentService(RequestRunner& runner, int max_streams)
-    : runner_(runner), max_streams_(max_streams) {}
+DocumentService::DocumentService(RequestRunner& runner) : runner_(runner) {}
 
 absl::Status DocumentService::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
                                      grpc::CallbackServerContext* context) {
-  return runner_.Submit(std::move(job), SteadyDeadline(context->deadline()),
+  return runner_.Submit(std::move(job), GrpcDeadline(*context),
                         [context] { return context->IsCancelled(); });
 }
 
@@ -150,10 +142,8 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
       Complete(RequestRunner::NotReady());
       return;
     }
-    if (service_.streams_.fetch_add(1) >= service_.max_streams_) {
-      service_.streams_.fetch_sub(1);
-      Complete(absl::ResourceExhaustedError(absl::StrCat("too many concurrent streams (limit ",
-                                                         service_.max_streams_, "); retry later")));
+    if (absl::Status slot = service_.runner_.AcquireStream(); !slot.ok()) {
+      Complete(slot);
       return;
     }
     counted_ = true;
@@ -180,7 +170,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   }
 
   void OnDone() override {
-    if (counted_) service_.streams_.fetch_sub(1);
+    if (counted_) service_.runner_.ReleaseStream();
     delete this;
   }
 

@@ -21,11 +21,11 @@ namespace docsparse {
 
 class DocumentService final : public v1::DocumentService::CallbackService {
  public:
-  // Borrows the runner, which must outlive the gRPC server. At most
-  // `max_streams` SummarizeStream calls run at once; more get
-  // RESOURCE_EXHAUSTED. Until the runner is ready, and again once draining,
-  // every RPC but ListModels answers UNAVAILABLE.
-  DocumentService(RequestRunner& runner, int max_streams);
+  // Borrows the runner, which must outlive the gRPC server. Until the
+  // runner is ready, and again once draining, every RPC but ListModels
+  // answers UNAVAILABLE; a SummarizeStream call holds one of its stream
+  // slots while it runs.
+  explicit DocumentService(RequestRunner& runner);
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
                                   const v1::EmbedRequest* request,
@@ -56,8 +56,6 @@ class DocumentService final : public v1::DocumentService::CallbackService {
                       grpc::CallbackServerContext* context);
 
   RequestRunner& runner_;
-  const int max_streams_;
-  std::atomic<int> streams_{0};
 };
 
 }  // namespace docsparse

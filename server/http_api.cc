@@ -851,9 +851,6 @@ class HttpApi::Routes {
   // before it started gets a plain JSON error with its status instead.
   class SummaryEvents {
    public:
-    explicit SummaryEvents(std::atomic<int>& streams) : streams_(streams) {}
-    ~SummaryEvents() { streams_.fetch_sub(1); }
-
     // A token chosen (compute thread).
     void Push(int32_t token, const std::string& text) {
       Json event = {{"text", text}, {"token_ids", {token}}};
@@ -898,7 +895,6 @@ class HttpApi::Routes {
     bool client_gone() const { return client_gone_.load(); }
 
    private:
-    std::atomic<int>& streams_;
     absl::Mutex mu_;
     std::deque<std::string> events_ ABSL_GUARDED_BY(mu_);
     size_t streamed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
@@ -906,23 +902,29 @@ class HttpApi::Routes {
     std::atomic<bool> client_gone_{false};
   };
 
+  // Gives the runner's stream slot back; the first member of StreamState,
+  // so it goes last, once the call is done.
+  struct StreamSlot {
+    RequestRunner& runner;
+    ~StreamSlot() { runner.ReleaseStream(); }
+  };
+
+  // Takes a stream slot the caller acquired.
   struct StreamState {
-    explicit StreamState(std::atomic<int>& streams, RequestRunner& runner,
-                         v1::SummarizeRequest request)
-        : events(streams), call(runner, MetricTask::kSummarizeStream, std::move(request)) {}
+    StreamState(RequestRunner& runner, v1::SummarizeRequest request)
+        : slot{runner}, call(runner, MetricTask::kSummarizeStream, std::move(request)) {}
+    StreamSlot slot;
     SummaryEvents events;
     BlockingCall<v1::SummarizeRequest, v1::SummarizeResponse> call;
   };
 
   void Stream(const Backend& backend, v1::SummarizeRequest request, BatchClock::time_point deadline,
               httplib::Response& res, Dialect dialect) {
-    if (streams_.fetch_add(1) >= options_.max_streams) {
-      streams_.fetch_sub(1);
-      return WriteError(res, dialect, 429,
-                        absl::StrCat("too many concurrent streams (limit ", options_.max_streams,
-                                     "); retry later"));
+    // Slots are shared with gRPC's SummarizeStream; none free is "busy": 429.
+    if (absl::Status slot = backend.runner.AcquireStream(); !slot.ok()) {
+      return WriteError(res, dialect, slot, Refusal::kQueueFull);
     }
-    auto state = std::make_shared<StreamState>(streams_, backend.runner, std::move(request));
+    auto state = std::make_shared<StreamState>(backend.runner, std::move(request));
     SummaryEvents* events = &state->events;
     // The job's completion finishes the events first: once the call is
     // done, whoever holds the last reference may free them.
@@ -964,7 +966,6 @@ class HttpApi::Routes {
   const HttpApiOptions& options_;
   std::unique_ptr<Backend> backend_storage_;
   std::atomic<const Backend*> backend_{nullptr};
-  std::atomic<int> streams_{0};
 };
 
 std::string HttpApi::BodyTooLarge(size_t max_body_bytes) {

@@ -51,8 +51,6 @@ struct HttpApiOptions {
   // Deadline of a request that sends no x-docsparse-timeout-ms, and the
   // longest one may ask for.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-  // Streaming summaries at once; more get 429.
-  int max_streams = 64;
   // Handler threads: requests in progress at once (each waits for its
   // batch on its thread).
   int threads = 32;
@@ -71,8 +69,6 @@ class HttpApi {
 
   // The models are loaded: serve them. Both must outlive the server.
   void Attach(RequestRunner& runner, const ModelRegistry& registry);
-
-  const HttpApiOptions& options() const { return options_; }
 
   // The 413's message.
   static std::string BodyTooLarge(size_t max_body_bytes);

@@ -59,13 +59,6 @@ absl::Status ForDocument(const absl::Status& status, size_t index) {
   return absl::Status(status.code(), absl::StrCat("text[", index, "]: ", status.message()));
 }
 
-// gRPC deadlines are wall-clock; the batcher's are steady-clock.
-BatchClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline) {
-  const auto left = deadline - std::chrono::system_clock::now();
-  if (left > std::chrono::hours(24 * 365)) return BatchClock::time_point::max();  // none
-  return BatchClock::now() + std::chrono::duration_cast<BatchClock::duration>(left);
-}
-
 double Seconds(BatchClock::duration duration) {
   return std::chrono::duration<double>(duration).count();
 }
@@ -106,7 +99,7 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
       absl::MutexLock lock(&mu_);
       pending_ = jobs.size();
     }
-    const BatchClock::time_point deadline = SteadyDeadline(context_->deadline());
+    const BatchClock::time_point deadline = GrpcDeadline(*context_);
     for (size_t i = 0; i < jobs.size(); ++i) {
       // Polled under the batcher's lock: atomics only. A failed sibling makes
       // the rest pointless.

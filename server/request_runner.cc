@@ -3,6 +3,8 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace docsparse {
 
 absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context) {
@@ -10,6 +12,12 @@ absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context) {
   const auto it = metadata.find("authorization");
   if (it == metadata.end()) return {};
   return absl::string_view(it->second.data(), it->second.size());
+}
+
+BatchClock::time_point GrpcDeadline(const grpc::ServerContextBase& context) {
+  const auto left = context.deadline() - std::chrono::system_clock::now();
+  if (left > std::chrono::hours(24 * 365)) return BatchClock::time_point::max();  // none
+  return BatchClock::now() + std::chrono::duration_cast<BatchClock::duration>(left);
 }
 
 RequestRecorder::RequestRecorder(ModelMetrics& metrics, MetricTask task)
@@ -33,8 +41,12 @@ void RequestRecorder::Finish(absl::StatusCode code, const v1::CostReport* cost) 
 }
 
 RequestRunner::RequestRunner(const ModelRegistry& registry, const DocumentTasks& tasks,
-                             ModelBatchers& batchers, Metrics& metrics)
-    : registry_(registry), tasks_(tasks), batchers_(batchers), metrics_(metrics) {
+                             ModelBatchers& batchers, Metrics& metrics, int max_streams)
+    : registry_(registry),
+      tasks_(tasks),
+      batchers_(batchers),
+      metrics_(metrics),
+      max_streams_(max_streams) {
   for (const ServedModel* model : registry_.models()) {
     if (ModelMetrics* handle = metrics_.Find(model->name)) model_metrics_.emplace(model, handle);
   }
@@ -67,6 +79,13 @@ absl::Status RequestRunner::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> jo
   (*job)->is_cancelled = std::move(is_cancelled);
   if (!batchers_.Submit(*std::move(job))) return QueueFull();
   return absl::OkStatus();
+}
+
+absl::Status RequestRunner::AcquireStream() {
+  if (streams_.fetch_add(1) < max_streams_) return absl::OkStatus();
+  streams_.fetch_sub(1);
+  return absl::ResourceExhaustedError(
+      absl::StrCat("too many concurrent streams (limit ", max_streams_, "); retry later"));
 }
 
 absl::Status RequestRunner::NotReady() {

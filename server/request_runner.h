@@ -46,13 +46,17 @@ class RequestRecorder {
 
 // A gRPC call's "authorization" metadata, empty when absent.
 absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context);
+// A gRPC call's deadline on the batcher's clock (gRPC's is wall-clock):
+// max when it has none.
+BatchClock::time_point GrpcDeadline(const grpc::ServerContextBase& context);
 
 class RequestRunner {
  public:
   // Borrows everything; all must outlive the runner. Models must be
-  // registered in `metrics` before.
+  // registered in `metrics` before. At most `max_streams` streamed summaries
+  // run at once, gRPC's and HTTP's together.
   RequestRunner(const ModelRegistry& registry, const DocumentTasks& tasks, ModelBatchers& batchers,
-                Metrics& metrics);
+                Metrics& metrics, int max_streams);
 
   // Until set, and again once draining, requests are refused UNAVAILABLE.
   void SetReady(bool ready) { ready_.store(ready); }
@@ -84,6 +88,11 @@ class RequestRunner {
   absl::Status Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,
                       BatchClock::time_point deadline, std::function<bool()> is_cancelled);
 
+  // A streamed summary's slot: RESOURCE_EXHAUSTED when `max_streams` run
+  // already. Each OK is followed by one ReleaseStream when the stream ends.
+  absl::Status AcquireStream();
+  void ReleaseStream() { streams_.fetch_sub(1); }
+
   static absl::Status NotReady();
   static absl::Status QueueFull();
 
@@ -93,6 +102,8 @@ class RequestRunner {
   ModelBatchers& batchers_;
   Metrics& metrics_;
   const TokenAuthenticator* auth_ = nullptr;
+  const int max_streams_;
+  std::atomic<int> streams_{0};
   std::atomic<bool> ready_{false};
   // Resolved once (STYLE: label sets per model, not per request).
   std::unordered_map<const ServedModel*, ModelMetrics*> model_metrics_;

@@ -53,7 +53,9 @@ ABSL_FLAG(int, max_queue, 256,
           "batching.max_queue_size).");
 ABSL_FLAG(int, max_batch_size, 0,
           "Overrides every model's batching.max_batch_size (0: keep; 1: no batching).");
-ABSL_FLAG(int, max_concurrent_streams, 64, "SummarizeStream calls running at once.");
+ABSL_FLAG(int, max_concurrent_streams, 64,
+          "Streamed summaries running at once: gRPC SummarizeStream calls and HTTP /summarize "
+          "streams together.");
 ABSL_FLAG(int64_t, max_document_bytes, 8 << 20, "Largest document accepted, in bytes.");
 ABSL_FLAG(int64_t, max_document_tokens, 1 << 17, "Largest document accepted, in tokens.");
 ABSL_FLAG(int64_t, max_request_tokens, 1 << 17,
@@ -147,7 +149,6 @@ int Serve() {
   api_options.threads = absl::GetFlag(FLAGS_http_threads);
   api_options.max_inputs =
       static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_max_client_batch_size)));
-  api_options.max_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   const int64_t body_flag = absl::GetFlag(FLAGS_max_http_body_bytes);
   const size_t max_body_bytes =
       static_cast<size_t>(body_flag > 0 ? body_flag : 4 * absl::GetFlag(FLAGS_max_document_bytes));
@@ -220,9 +221,10 @@ int Serve() {
   auto batchers = std::make_unique<ModelBatchers>(
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
       static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute);
-  RequestRunner runner(**registry, tasks, *batchers, metrics);
+  RequestRunner runner(**registry, tasks, *batchers, metrics,
+                       absl::GetFlag(FLAGS_max_concurrent_streams));
   runner.SetAuthenticator(auth.get());
-  DocumentService service(runner, absl::GetFlag(FLAGS_max_concurrent_streams));
+  DocumentService service(runner);
   api.Attach(runner, **registry);
   // The HTTP handlers use the runner: stop them before it goes, whichever
   // way Serve returns.

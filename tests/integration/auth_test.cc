@@ -18,6 +18,7 @@
 #include "docsparse/v1/docsparse.grpc.pb.h"
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/server_process.h"
 
 namespace docsparse {
@@ -28,11 +29,6 @@ using Json = nlohmann::json;
 
 constexpr char kAdmin[] = "admin-0123456789abcdef";
 constexpr char kScoped[] = "scoped-0123456789abcdef";
-
-httplib::Client Http(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  return httplib::Client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-}
 
 httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
 
@@ -64,7 +60,7 @@ class AuthTest : public ::testing::Test {
   }
 
   httplib::Result HttpEmbed(const httplib::Headers& headers) {
-    return Http(server_.http_address())
+    return testing::HttpClient(server_.http_address())
         .Post("/v1/embeddings", headers, Json{{"model", "minilm"}, {"input", "text"}}.dump(),
               "application/json");
   }
@@ -123,18 +119,19 @@ TEST_F(AuthTest, HttpAnswers401And403AndLeavesMetricsOpen) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   // TEI's shape on TEI's routes; GET routes want a token too.
-  auto tei =
-      Http(server_.http_address()).Post("/embed", Json{{"inputs", "x"}}.dump(), "application/json");
+  auto tei = testing::HttpClient(server_.http_address())
+                 .Post("/embed", Json{{"inputs", "x"}}.dump(), "application/json");
   ASSERT_TRUE(tei);
   EXPECT_EQ(tei->status, 401);
   EXPECT_EQ(Json::parse(tei->body)["error_type"], "Unauthorized");
-  EXPECT_EQ(Http(server_.http_address()).Get("/v1/models")->status, 401);
-  EXPECT_EQ(Http(server_.http_address()).Get("/v1/models", Bearer(kScoped))->status, 200);
+  EXPECT_EQ(testing::HttpClient(server_.http_address()).Get("/v1/models")->status, 401);
+  EXPECT_EQ(testing::HttpClient(server_.http_address()).Get("/v1/models", Bearer(kScoped))->status,
+            200);
   for (const char* open : {"/metrics", "/healthz", "/readyz", "/health", "/openapi.json"}) {
-    EXPECT_EQ(Http(server_.http_address()).Get(open)->status, 200) << open;
+    EXPECT_EQ(testing::HttpClient(server_.http_address()).Get(open)->status, 200) << open;
   }
   // Refusals are counted like any other answer.
-  const std::string metrics = Http(server_.http_address()).Get("/metrics")->body;
+  const std::string metrics = testing::HttpClient(server_.http_address()).Get("/metrics")->body;
   EXPECT_NE(metrics.find("code=\"UNAUTHENTICATED\""), std::string::npos);
   EXPECT_NE(metrics.find("code=\"PERMISSION_DENIED\""), std::string::npos);
 }
@@ -158,10 +155,11 @@ TEST_F(AuthTest, TheCliSendsItsToken) {
 TEST_F(AuthTest, HealthAndMetricsCanBeProtected) {
   ASSERT_NO_FATAL_FAILURE(StartServer(/*protect=*/true));
   for (const char* path : {"/metrics", "/healthz", "/readyz", "/health"}) {
-    auto anonymous = Http(server_.http_address()).Get(path);
+    auto anonymous = testing::HttpClient(server_.http_address()).Get(path);
     ASSERT_TRUE(anonymous);
     EXPECT_EQ(anonymous->status, 401) << path;
-    EXPECT_EQ(Http(server_.http_address()).Get(path, Bearer(kScoped))->status, 200) << path;
+    EXPECT_EQ(testing::HttpClient(server_.http_address()).Get(path, Bearer(kScoped))->status, 200)
+        << path;
   }
 }
 

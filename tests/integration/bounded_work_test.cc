@@ -19,6 +19,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -58,9 +59,7 @@ class BoundedWorkTest : public ::testing::Test {
   }
 
   static std::string Metrics() {
-    const std::string& address = server_->process->http_address();
-    const size_t colon = address.rfind(':');
-    httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+    httplib::Client http = testing::HttpClient(server_->process->http_address());
     auto response = http.Get("/metrics");
     EXPECT_TRUE(response && response->status == 200);
     return response ? response->body : "";
@@ -216,9 +215,7 @@ TEST(ReadinessTest, ReadyzIsNeverAheadOfGrpcHealth) {
         prober = std::thread([&health_when_ready, grpc, http_address] {
           auto client = DocsparseClient::Connect(grpc);
           if (!client.ok()) return;
-          const size_t colon = http_address.rfind(':');
-          httplib::Client http(http_address.substr(0, colon),
-                               std::stoi(http_address.substr(colon + 1)));
+          httplib::Client http = testing::HttpClient(http_address);
           const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
           while (std::chrono::steady_clock::now() < give_up) {
             auto ready = http.Get("/readyz");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -75,9 +76,7 @@ TEST(BrokenModelTest, OnlyTheBrokenModelsFailAndSayWhy) {
   EXPECT_EQ(ready, (std::map<std::string, bool>{
                        {"minilm", true}, {"truncated", false}, {"bad-config", false}}));
 
-  const std::string& address = server.process->http_address();
-  httplib::Client http(address.substr(0, address.rfind(':')),
-                       std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Client http = testing::HttpClient(server.process->http_address());
   auto unavailable =
       http.Post("/embed", R"({"model": "truncated", "inputs": "x"})", "application/json");
   ASSERT_TRUE(unavailable);

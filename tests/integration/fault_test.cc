@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "docsparse/v1/docsparse.grpc.pb.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/server_process.h"
 
 namespace docsparse {
@@ -379,8 +380,7 @@ struct ServerCounters {
 };
 
 std::optional<ServerCounters> Scrape(const std::string& http_address) {
-  const size_t colon = http_address.rfind(':');
-  httplib::Client http(http_address.substr(0, colon), std::stoi(http_address.substr(colon + 1)));
+  httplib::Client http = testing::HttpClient(http_address);
   const auto response = http.Get("/metrics");
   if (!response || response->status != 200) return std::nullopt;
   ServerCounters counters;

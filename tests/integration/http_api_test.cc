@@ -21,6 +21,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -34,8 +35,7 @@ constexpr int kMaxBodyBytes = 256 << 10;
 std::string Gpl3() { return testing::ReadFile("/usr/share/common-licenses/GPL-3"); }
 
 httplib::Client Http(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Client http = testing::HttpClient(address);
   http.set_read_timeout(120, 0);
   return http;
 }

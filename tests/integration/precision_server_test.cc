@@ -14,6 +14,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -49,8 +50,7 @@ v1::ClassifyRequest ClassifyGpl3() {
 }
 
 std::string Metrics(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Client http = testing::HttpClient(address);
   auto response = http.Get("/metrics");
   return response && response->status == 200 ? response->body : "";
 }

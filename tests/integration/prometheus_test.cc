@@ -27,6 +27,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/server_process.h"
 
 namespace docsparse {
@@ -223,11 +224,7 @@ class PrometheusTest : public ::testing::Test {
     std::vector<std::thread> threads_;
   };
 
-  static httplib::Client MetricsEndpoint() {
-    const std::string& address = server_->http_address();
-    const size_t colon = address.rfind(':');
-    return httplib::Client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-  }
+  static httplib::Client MetricsEndpoint() { return testing::HttpClient(server_->http_address()); }
 
   static testing::ServerProcess* server_;
   static DocsparseClient* client_;

@@ -14,6 +14,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -104,9 +105,7 @@ TEST_F(SbmServerTest, ThreeBudgetsOrderDensityAndFlopsAndReachMetrics) {
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->cost().attention_edges(), second->cost().attention_edges());
 
-  const std::string& address = server_->process->http_address();
-  const size_t colon = address.rfind(':');
-  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Client http = testing::HttpClient(server_->process->http_address());
   auto metrics = http.Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
   const testing::Exposition exposition(metrics->body);

@@ -10,6 +10,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/server_process.h"
 
 namespace docsparse {
@@ -296,9 +297,7 @@ TEST_F(ServerTest, HttpPortServesHealthAndMetrics) {
   v1::EmbedRequest request;
   *request.mutable_document() = Text("Counted.");
   ASSERT_TRUE(client_->Embed(request).ok());
-  const std::string& address = server_->http_address();
-  const size_t colon = address.rfind(':');
-  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Client http = testing::HttpClient(server_->http_address());
   auto healthz = http.Get("/healthz");
   ASSERT_TRUE(healthz);
   EXPECT_EQ(healthz->status, 200);

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/common/exposition.h"
 #include "tests/common/fixture_paths.h"
+#include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
 
 namespace docsparse {
@@ -93,9 +94,7 @@ class SummarizeServerTest : public ::testing::Test {
 
   // The value of one sample of /metrics (0 when absent).
   static double Metric(const std::string& series) {
-    const std::string& address = server_->process->http_address();
-    const size_t colon = address.rfind(':');
-    httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+    httplib::Client http = testing::HttpClient(server_->process->http_address());
     auto response = http.Get("/metrics");
     if (!response || response->status != 200) return -1;
     return testing::Exposition(response->body).Find(series).value_or(0);
