@@ -42,7 +42,12 @@ inline std::string MiniLmOnlyRepository() {
   const fs::path dir =
       fs::path(::testing::TempDir()) / ("docsparse-minilm-only." + std::to_string(getpid()));
   fs::create_directories(dir);
-  if (!fs::exists(dir / "minilm")) fs::create_directory_symlink(MiniLmDir(), dir / "minilm");
+  // A link left by an earlier run under the same pid may dangle: replace it.
+  const fs::path link = dir / "minilm";
+  if (fs::is_symlink(fs::symlink_status(link)) && fs::read_symlink(link) != MiniLmDir()) {
+    fs::remove(link);
+  }
+  if (!fs::exists(fs::symlink_status(link))) fs::create_directory_symlink(MiniLmDir(), link);
   return dir.string();
 }
 
