@@ -234,15 +234,25 @@ __device__ __forceinline__ void LoadKeyTile(const T* k, const T* v, int64_t k_ro
   }
 }
 
+// 2^x with the hardware approximation (2 ulp; ex2(-inf) = 0): the
+// half-precision kernel rounds probabilities to 8 or 11 bits anyway.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ uint32_t LoadPairGlobal(const void* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
-// Shared memory of the tensor-core kernel: two (key, value) tile buffers, so
-// that tile t + 1 is in flight while tile t is computed, and the staged spans.
+// Shared memory of the tensor-core kernel: three (key, value) tile buffers,
+// so that tiles t + 1 and t + 2 are in flight while tile t is computed and one
+// barrier per tile suffices, and the staged spans.
+constexpr int kMmaBuffers = 3;
 template <int kD>
 constexpr size_t MmaSharedBytes(int element_bytes) {
-  return 2 * 2 * size_t{kMmaKeys} * (kD + 8) * element_bytes + sizeof(StagedSpans);
+  return kMmaBuffers * 2 * size_t{kMmaKeys} * (kD + 8) * element_bytes + sizeof(StagedSpans);
 }
 
 // Registers capped so that 16 warps (head_dim <= 64) or 8 share a
@@ -265,7 +275,7 @@ __global__ void __launch_bounds__(kRowWarps * 32,
   constexpr int kTileElements = kMmaKeys * kStride;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* tiles = reinterpret_cast<T*>(shared_bytes);  // [buffer][k, v][kMmaKeys][kStride]
-  StagedSpans& staged = *reinterpret_cast<StagedSpans*>(tiles + 4 * kTileElements);
+  StagedSpans& staged = *reinterpret_cast<StagedSpans*>(tiles + 2 * kMmaBuffers * kTileElements);
   const auto k_tile = [&](int buffer) { return tiles + (2 * buffer) * kTileElements; };
   const auto v_tile = [&](int buffer) { return tiles + (2 * buffer + 1) * kTileElements; };
 
@@ -323,21 +333,28 @@ __global__ void __launch_bounds__(kRowWarps * 32,
     __syncthreads();
     const int32_t total = staged.prefix[staged.count];
     const int32_t tiles = (total + kMmaKeys - 1) / kMmaKeys;
-    if (tiles > 0) {
-      LoadKeyTile<T, kD, kThreadsPerBlock>(k, v, ops.k_strides.row, ops.v_strides.row, staged, 0,
-                                           shape.k_len, k_tile(0), v_tile(0));
-    }
-    CommitCopies();
-    for (int32_t t = 0; t < tiles; ++t) {
-      const int buffer = t % 2;
-      if (t + 1 < tiles) {
+    // Tiles 0 and 1 in flight, one commit group each (empty ones too, so that
+    // "all groups but the newest" is always tile t).
+    for (int32_t t = 0; t < 2; ++t) {
+      if (t < tiles) {
         LoadKeyTile<T, kD, kThreadsPerBlock>(k, v, ops.k_strides.row, ops.v_strides.row, staged,
-                                             (t + 1) * kMmaKeys, shape.k_len, k_tile(1 - buffer),
-                                             v_tile(1 - buffer));
+                                             t * kMmaKeys, shape.k_len, k_tile(t), v_tile(t));
       }
       CommitCopies();
+    }
+    for (int32_t t = 0; t < tiles; ++t) {
+      const int buffer = t % kMmaBuffers;
       WaitCopiesButOne();  // this thread's copies of tile t have landed
-      __syncthreads();     // everyone's have
+      // Everyone's have, and every warp is done with tile t - 1, whose buffer
+      // tile t + 2 now takes.
+      __syncthreads();
+      if (t + 2 < tiles) {
+        const int later = (t + 2) % kMmaBuffers;
+        LoadKeyTile<T, kD, kThreadsPerBlock>(k, v, ops.k_strides.row, ops.v_strides.row, staged,
+                                             (t + 2) * kMmaKeys, shape.k_len, k_tile(later),
+                                             v_tile(later));
+      }
+      CommitCopies();
       const unsigned keys = tiles_address + (2 * buffer) * kTileElements * sizeof(T) + key_lane;
       const unsigned values =
           tiles_address + (2 * buffer + 1) * kTileElements * sizeof(T) + value_lane;
@@ -356,17 +373,27 @@ __global__ void __launch_bounds__(kRowWarps * 32,
           Mma16816<T>(score[nt], q_frag[2 * c + 1], b[2], b[3]);
         }
       }
-      // Positions past the spans' end (the last tile only) score -inf.
+#pragma unroll
+      for (int nt = 0; nt < kMmaKeys / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) score[nt][e] *= scale_log2;
+      }
+      // Positions past the spans' end (in the last tile only) score -inf.
       const int32_t valid_keys = total - t * kMmaKeys;
+      if (valid_keys < kMmaKeys) {
+#pragma unroll
+        for (int nt = 0; nt < kMmaKeys / 8; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (nt * 8 + thread_in_group * 2 + (e & 1) >= valid_keys) score[nt][e] = -INFINITY;
+          }
+        }
+      }
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int nt = 0; nt < kMmaKeys / 8; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool valid = nt * 8 + thread_in_group * 2 + (e & 1) < valid_keys;
-          score[nt][e] = valid ? score[nt][e] * scale_log2 : -INFINITY;
-          tile_max[e / 2] = fmaxf(tile_max[e / 2], score[nt][e]);
-        }
+        for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], score[nt][e]);
       }
       float correction[2];
 #pragma unroll
@@ -376,13 +403,13 @@ __global__ void __launch_bounds__(kRowWarps * 32,
         const float new_max = fmaxf(row_max[h], tile_max[h]);
         // A row with no valid key yet keeps max -inf; exponents then use 0.
         const float base = new_max == -INFINITY ? 0.0f : new_max;
-        correction[h] = exp2f(row_max[h] - base);
+        correction[h] = FastExp2(row_max[h] - base);
         row_max[h] = new_max;
         row_sum[h] *= correction[h];
 #pragma unroll
         for (int nt = 0; nt < kMmaKeys / 8; ++nt) {
-          score[nt][2 * h] = exp2f(score[nt][2 * h] - base);
-          score[nt][2 * h + 1] = exp2f(score[nt][2 * h + 1] - base);
+          score[nt][2 * h] = FastExp2(score[nt][2 * h] - base);
+          score[nt][2 * h + 1] = FastExp2(score[nt][2 * h + 1] - base);
           row_sum[h] += score[nt][2 * h] + score[nt][2 * h + 1];
         }
       }
@@ -409,7 +436,6 @@ __global__ void __launch_bounds__(kRowWarps * 32,
           Mma16816<T>(acc[dt + 1], p_frag, b[2], b[3]);
         }
       }
-      __syncthreads();  // tile t consumed: its buffer may be refilled
     }
   }
 
