@@ -16,7 +16,7 @@
 #include "convert/model_files.h"
 #include "convert/sbm_student.h"
 #include "model/attention/sbm_parameters.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/encoder/encoder.h"
 #include "nlohmann/json.hpp"

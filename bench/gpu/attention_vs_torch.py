@@ -184,6 +184,9 @@ class Kernels:
             p, p, p, p, i, i, i, i, i, i, f, i, p, p, p, i, p]
         self.lib.docsparse_edge_attention.argtypes = [p, p, p, p, i, i, i, i, i, i, f, p, p]
         self.lib.docsparse_fill_edge_views.argtypes = [p, p, ctypes.c_int64, p, i, i]
+        self.lib.docsparse_build_alias_table.argtypes = [p, i, p]
+        self.lib.docsparse_sbm_sample.argtypes = [i, i, p, p, p, p, ctypes.c_uint64, p, p]
+        self.lib.docsparse_sbm_free.argtypes = [p, p, p]
 
     def block_sparse(self, q, k, v, out, plan, blocks, max_rows):
         starts, offsets, spans = plan
@@ -202,6 +205,37 @@ class Kernels:
                                            row_offsets.stride(0), keys.data_ptr(),
                                            batch_heads, rows)
         return host.to(row_offsets.device)
+
+    def sbm_tables(self, length, clusters, density, generator):
+        """One head's fastRG tables on the GPU: random soft memberships
+        (R = Q̂S and K̂ uniform), R scaled so that the mean edge probability
+        1 - exp(-p_ij) is about `density`."""
+        key_membership = torch.rand(length, clusters, generator=generator)
+        rate_target = -math.log(1 - density)  # mean p_ij
+        profile = torch.rand(length, clusters, generator=generator) * (
+            rate_target * 4 / clusters)
+        key_mass = key_membership.double().sum(0)
+        row_rate = (profile.double() * key_mass).sum(1)
+        entry = self.lib.docsparse_alias_entry_bytes()
+        alias = torch.empty(clusters * length * entry, dtype=torch.uint8)
+        for b in range(clusters):
+            column = key_membership[:, b].contiguous()
+            self.lib.docsparse_build_alias_table(column.data_ptr(), length,
+                                                 alias.data_ptr() + b * length * entry)
+        return [x.cuda() for x in (row_rate, profile.contiguous(), key_mass, alias)]
+
+    def sbm_sample(self, tables, length, clusters, head_key):
+        out = torch.zeros(4, dtype=torch.int64)
+        row_rate, profile, key_mass, alias = tables
+        status = self.lib.docsparse_sbm_sample(
+            length, clusters, row_rate.data_ptr(), profile.data_ptr(), key_mass.data_ptr(),
+            alias.data_ptr(), head_key, torch.cuda.current_stream().cuda_stream, out.data_ptr())
+        if status != 0:
+            raise RuntimeError(f"fastRG sampler: cudaError {status}")
+        return [int(x) for x in out]
+
+    def sbm_free(self, sample):
+        self.lib.docsparse_sbm_free(sample[0], sample[1], torch.cuda.current_stream().cuda_stream)
 
     def edges(self, q, k, v, out, views):
         b, h, q_len, d = q.shape
@@ -323,6 +357,45 @@ def run_case(kernels, length, batch, heads, head_dim, flex, densities, with_dens
             log(f"  ours edges {density:.0%}: {ms:.3f} ms ({edges} edges; torch sampling "
                 f"{sample_ms:.1f} ms), {sdpa[0] / ms:.2f}x SDPA")
             del row_offsets, keys, views
+        # Our GPU fastRG sampler on SBM tables (8 clusters), then the edge kernel.
+        try:
+            clusters = 8
+            generator = torch.Generator().manual_seed(11)
+            for density in densities:
+                tables = [kernels.sbm_tables(length, clusters, density, generator)
+                          for _ in range(heads)]
+                sample_times, samples = [], None
+                for attempt in range(3):
+                    if samples is not None:
+                        for sample in samples:
+                            kernels.sbm_free(sample)
+                    torch.cuda.synchronize()
+                    t0 = time.time()
+                    samples = [kernels.sbm_sample(tables[h], length, clusters, 1000 * attempt + h)
+                               for h in range(heads)]
+                    torch.cuda.synchronize()
+                    sample_times.append((time.time() - t0) * 1e3)
+                sample_ms = sorted(sample_times)[1]
+                size = kernels.lib.docsparse_edge_view_bytes()
+                host = torch.empty(heads * size, dtype=torch.uint8)
+                for h, sample in enumerate(samples):
+                    kernels.lib.docsparse_fill_edge_views(host.data_ptr() + h * size, sample[0], 0,
+                                                          sample[1], 1, length)
+                views = host.cuda()
+                edges = sum(sample[2] for sample in samples)
+                out = torch.empty_like(q)
+                ms = cuda_ms(lambda: kernels.edges(q, kd, vd, out, views))
+                tag = f"fastrg{int(round(density * 100))}"
+                row.update({f"{tag}_ms": ms, f"{tag}_sample_ms": sample_ms,
+                            f"{tag}_density": edges / (heads * length * length),
+                            f"{tag}_speedup_vs_sdpa": sdpa[0] / (ms + sample_ms)})
+                log(f"  fastRG {density:.0%}: sampling {sample_ms:.2f} ms (12 heads), edge kernel "
+                    f"{ms:.3f} ms, density {edges / (heads * length * length):.4f}; with sampling "
+                    f"{sdpa[0] / (ms + sample_ms):.3f}x SDPA")
+                for sample in samples:
+                    kernels.sbm_free(sample)
+        except Exception as error:  # keep the figures measured so far
+            log(f"  fastRG failed: {type(error).__name__}: {str(error)[:300]}")
     results.append(row)
 
 
@@ -384,6 +457,19 @@ def main():
                 print(f"| {r['tokens']} | {density:.0%} | {r[tag + '_ms']:.3f} "
                       f"({r[tag + '_tflops']:.1f}) | {r[tag + '_sample_ms']:.1f} | "
                       f"{r[tag + '_speedup_vs_sdpa']:.2f}x |")
+    fastrg_rows = [r for r in results if any(key.startswith("fastrg") for key in r)]
+    if fastrg_rows:
+        print("\n| tokens | target density | realised | our fastRG sampling ms (12 heads) | "
+              "our edge kernel ms | vs SDPA, sampling included |")
+        print("|---|---|---|---|---|---|")
+        for r in fastrg_rows:
+            for density in densities:
+                tag = f"fastrg{int(round(density * 100))}"
+                if tag + "_ms" not in r:
+                    continue
+                print(f"| {r['tokens']} | {density:.0%} | {r[tag + '_density']:.4f} | "
+                      f"{r[tag + '_sample_ms']:.2f} | {r[tag + '_ms']:.3f} | "
+                      f"{r[tag + '_speedup_vs_sdpa']:.3f}x |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": props.name, "torch": torch.__version__, "results": results}, f,

@@ -8,6 +8,8 @@
 
 #include "kernels/block_sparse_attention_cuda.h"
 #include "kernels/edge_attention_cuda.h"
+#include "kernels/sbm_fastrg_cuda.h"
+#include "kernels/sbm_sampling.h"
 
 namespace {
 
@@ -57,6 +59,43 @@ int docsparse_edge_attention(const void* q, const void* k, const void* v, void* 
   return docsparse::EdgeAttentionCuda(
       Params(q, k, v, out, element_type, batch, heads, q_len, k_len, head_dim, scale),
       static_cast<const docsparse::EdgeListView*>(device_views), static_cast<cudaStream_t>(stream));
+}
+
+int docsparse_alias_entry_bytes() { return sizeof(docsparse::AliasEntry); }
+
+// Builds the alias table of `weights` [size] (host) into `entries` (host,
+// size * docsparse_alias_entry_bytes()).
+void docsparse_build_alias_table(const float* weights, int size, void* entries) {
+  docsparse::AliasTable table;
+  docsparse::AliasScratch scratch;
+  table.Build(weights, size, &scratch);
+  std::memcpy(entries, table.entries(), sizeof(docsparse::AliasEntry) * size);
+}
+
+// Samples one SBM head on the GPU (device tables as SbmHeadTablesView says);
+// out[0..3] = row_offsets pointer, keys pointer, distinct edges, copies.
+// Free with docsparse_sbm_free.
+int docsparse_sbm_sample(int tokens, int clusters, const double* row_rate, const float* row_profile,
+                         const double* key_mass, const void* key_alias, uint64_t head_key,
+                         void* stream, int64_t* out) {
+  const docsparse::SbmHeadTablesView tables{
+      tokens,      clusters, row_rate,
+      row_profile, key_mass, static_cast<const docsparse::AliasEntry*>(key_alias)};
+  docsparse::SbmDeviceEdges edges;
+  const cudaError_t status =
+      docsparse::SampleSbmHeadCuda(tables, head_key, static_cast<cudaStream_t>(stream), &edges);
+  out[0] = reinterpret_cast<int64_t>(edges.row_offsets);
+  out[1] = reinterpret_cast<int64_t>(edges.keys);
+  out[2] = edges.edges;
+  out[3] = edges.multigraph_edges;
+  return status;
+}
+
+void docsparse_sbm_free(void* row_offsets, void* keys, void* stream) {
+  docsparse::SbmDeviceEdges edges;
+  edges.row_offsets = static_cast<int64_t*>(row_offsets);
+  edges.keys = static_cast<int32_t*>(keys);
+  docsparse::FreeSbmDeviceEdges(&edges, static_cast<cudaStream_t>(stream));
 }
 
 }  // extern "C"

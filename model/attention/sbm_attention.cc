@@ -8,7 +8,7 @@
 
 #include "kernels/edge_attention.h"
 #include "model/attention/sbm_planner.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 
 namespace docsparse {
 namespace {

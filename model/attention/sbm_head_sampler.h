@@ -28,7 +28,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 
 namespace docsparse {
 

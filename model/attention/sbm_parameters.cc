@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 #include "model/checkpoint/safetensors.h"
 #include "model/checkpoint/safetensors_writer.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "model/attention/sbm_memberships.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 
 namespace docsparse {
 namespace {

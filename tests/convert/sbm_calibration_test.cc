@@ -15,7 +15,7 @@
 #include "convert/sbm_corpus.h"
 #include "convert/sbm_student.h"
 #include "model/attention/sbm_parameters.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/text/wordpiece_tokenizer.h"
 #include "tests/convert/convert_test_util.h"

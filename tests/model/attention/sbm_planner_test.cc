@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "model/attention/sbm_parameters.h"
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 #include "tests/model/attention/sbm_statistics.h"
 
 namespace docsparse {

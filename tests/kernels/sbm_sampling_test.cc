@@ -2,7 +2,7 @@
 // their distributions (chi-square at significance 0.001 with fixed seeds, so
 // the tests are deterministic), and the counter-based streams are pure
 // functions of their key.
-#include "model/attention/sbm_sampling.h"
+#include "kernels/sbm_sampling.h"
 
 #include <gtest/gtest.h>
 
