@@ -80,7 +80,7 @@ RUN python3 -m venv /opt/torch \
 # GPU, and the builder has none; the same GPUs as CUDA_ARCHITECTURES.
 ENV CUDACXX=/usr/local/cuda/bin/nvcc \
     TORCH_CUDA_ARCH_LIST="8.0;8.6;8.9;9.0" \
-    DOCSPARSE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=/opt/torch/lib/python3.11/site-packages/torch/share/cmake -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}"
+    DOCSPARSE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=/opt/torch/lib/python3.11/site-packages/torch/share/cmake -DDOCSPARSE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}"
 
 # The stage chosen by VARIANT: its base is one of the stages above, pinned
 # there, which neither linter can follow through the variable.

@@ -1,14 +1,16 @@
 // CUDA block-sparse attention (kernels/block_sparse_attention_cuda.h).
 //
-// Work: one thread block per (item·head, query block, tile of queries). Warp 0
-// walks the block's spans and writes the next tile's key indices to shared
-// memory (spans shorter than a tile share it; -1 marks an empty slot), all
-// threads gather those key and value rows into shared memory, and each warp
-// updates the online softmax of its own queries. The tensor-core kernel keeps
-// a warp's 16 queries, scores and output accumulators in registers
-// (FlashAttention-2's layout on mma.sync m16n8k16); the SIMT kernel keeps
-// everything in fp32 for the fp32 path and for shapes the tensor cores do not
-// take.
+// Work: one thread block per (item·head, query block, tile of queries).
+// Tensor-core kernel (bf16/fp16, head_dim 32/64/128): the block's spans are
+// staged in shared memory as prefix sums; every thread finds the keys of the
+// rows it copies by binary search and copies them with cp.async into 64-key
+// tiles, three tiles in flight; each warp keeps its 16 queries, scores and
+// output accumulators in registers (FlashAttention-2's layout on mma.sync
+// m16n8k16, B operands through ldmatrix) and updates their online softmax
+// tile by tile. SIMT kernel (fp32, and shapes the tensor cores do not take):
+// warp 0 walks the spans and writes each 32-key tile's indices to shared
+// memory (-1 for an empty slot), all threads gather the rows as fp32, and
+// each lane scores one key.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -22,11 +24,11 @@ namespace docsparse {
 namespace cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
 // Tensor-core kernel: 16 queries per warp, 64 keys per tile.
 constexpr int kMmaKeys = 64;
-// SIMT kernel: 8 queries per warp, one key per lane per tile.
+// SIMT kernel: four warps, 8 queries per warp, one key per lane per tile.
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
 constexpr int kSimtRowsPerWarp = 8;
 constexpr int kSimtRows = kSimtRowsPerWarp * kWarps;
 constexpr int kSimtKeys = 32;

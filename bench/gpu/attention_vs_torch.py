@@ -399,6 +399,18 @@ def run_case(kernels, length, batch, heads, head_dim, flex, densities, with_dens
     results.append(row)
 
 
+def density_table(results, densities, prefix, header, cells):
+    """A Markdown table of the per-density figures stored under prefix<percent>_*."""
+    rows = [(r, f"{prefix}{int(round(d * 100))}", d) for r in results for d in densities
+            if f"{prefix}{int(round(d * 100))}_ms" in r]
+    if not rows:
+        return
+    print("\n| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r, tag, density in rows:
+        print("| " + " | ".join([str(r["tokens"])] + cells(r, tag, density)) + " |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", default="build/bench/libdocsparse_cuda_attention.so")
@@ -444,32 +456,19 @@ def main():
               f"{r.get('ours_dense_ms', float('nan')):.3f} | {r['lsg_density']:.4f} | {r['lsg_ms']:.3f} "
               f"({r['lsg_tflops']:.0f}, {100 * r['lsg_tflops'] / peak:.0f}%) | {flex_cells} | "
               f"{r['lsg_speedup_vs_sdpa']:.1f}x |")
-    sbm_rows = [r for r in results if any(key.startswith("sbm") for key in r)]
-    if sbm_rows:
-        print("\n| tokens | edges density | ours edge ms (TFLOP/s) | torch sampling ms | "
-              "vs SDPA, kernel only |")
-        print("|---|---|---|---|---|")
-        for r in sbm_rows:
-            for density in densities:
-                tag = f"sbm{int(round(density * 100))}"
-                if tag + "_ms" not in r:
-                    continue
-                print(f"| {r['tokens']} | {density:.0%} | {r[tag + '_ms']:.3f} "
-                      f"({r[tag + '_tflops']:.1f}) | {r[tag + '_sample_ms']:.1f} | "
-                      f"{r[tag + '_speedup_vs_sdpa']:.2f}x |")
-    fastrg_rows = [r for r in results if any(key.startswith("fastrg") for key in r)]
-    if fastrg_rows:
-        print("\n| tokens | target density | realised | our fastRG sampling ms (12 heads) | "
-              "our edge kernel ms | vs SDPA, sampling included |")
-        print("|---|---|---|---|---|---|")
-        for r in fastrg_rows:
-            for density in densities:
-                tag = f"fastrg{int(round(density * 100))}"
-                if tag + "_ms" not in r:
-                    continue
-                print(f"| {r['tokens']} | {density:.0%} | {r[tag + '_density']:.4f} | "
-                      f"{r[tag + '_sample_ms']:.2f} | {r[tag + '_ms']:.3f} | "
-                      f"{r[tag + '_speedup_vs_sdpa']:.3f}x |")
+    density_table(results, densities, "sbm",
+                  ["tokens", "edges density", "ours edge ms (TFLOP/s)", "torch sampling ms",
+                   "vs SDPA, kernel only"],
+                  lambda r, t, density: [f"{density:.0%}", f"{r[t + '_ms']:.3f} "
+                                         f"({r[t + '_tflops']:.1f})",
+                                         f"{r[t + '_sample_ms']:.1f}",
+                                         f"{r[t + '_speedup_vs_sdpa']:.2f}x"])
+    density_table(results, densities, "fastrg",
+                  ["tokens", "target density", "realised", "our fastRG sampling ms (12 heads)",
+                   "our edge kernel ms", "vs SDPA, sampling included"],
+                  lambda r, t, density: [f"{density:.0%}", f"{r[t + '_density']:.4f}",
+                                         f"{r[t + '_sample_ms']:.2f}", f"{r[t + '_ms']:.3f}",
+                                         f"{r[t + '_speedup_vs_sdpa']:.3f}x"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": props.name, "torch": torch.__version__, "results": results}, f,
