@@ -7,6 +7,7 @@
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention.h"
 #include "kernels/block_sparse_attention_amx.h"
+#include "model/attention/block_sparse_attention_device.h"
 #include "model/attention/context_buffer.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/lsg_sparse_keys.h"
@@ -41,11 +42,15 @@ class LsgAttention final : public AttentionMechanism {
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
     // bf16 products where the CPU has AMX or AVX512-BF16, else fp32.
+    // On a CUDA device: the CUDA executor in the activations' type.
+    const bool on_device = in.query.is_cuda();
     const Bf16AttentionExecutor bf16 =
-        in.precision == Precision::kBf16
+        in.precision == Precision::kBf16 && !on_device
             ? ChooseBf16AttentionExecutor(static_cast<int32_t>(in.query.size(3)))
             : nullptr;
-    at::Tensor out = ContextBuffer(in.query, bf16 != nullptr ? at::kBFloat16 : at::kFloat);
+    at::Tensor out = ContextBuffer(in.query, on_device         ? in.query.scalar_type()
+                                             : bf16 != nullptr ? at::kBFloat16
+                                                               : at::kFloat);
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
@@ -109,6 +114,14 @@ class LsgAttention final : public AttentionMechanism {
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     // q, and k and v of a full layout, are read where the projection left them.
+    if (q.is_cuda()) {
+      const absl::StatusOr<at::Tensor> context = BlockSparseAttentionOnDevice(
+          q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), plan.View(), scale);
+      TORCH_CHECK(context.ok(), std::string(context.status().message()));
+      // Rows past the plan came back zero, as the CPU path leaves them.
+      out.copy_((*context)[0]);
+      return plan.head_edges;
+    }
     if (bf16 != nullptr) {
       const at::Tensor q16 = q.to(at::kBFloat16);
       const at::Tensor k16 = k.to(at::kBFloat16);

@@ -23,7 +23,7 @@ LsgSparsity EffectiveSparsity(const LsgConfig& config) {
 }
 
 std::vector<uint8_t> ToValid(const at::Tensor& flags) {
-  const at::Tensor bytes = flags.to(at::kByte).contiguous();
+  const at::Tensor bytes = flags.to(at::kCPU).to(at::kByte).contiguous();
   return std::vector<uint8_t>(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
 }
 
@@ -112,6 +112,31 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
   return out;
 }
 
+// SelectByNorm on a device with tensor operations: the same tokens in the
+// same order (a stable ascending sort per chunk keeps ties by position, and
+// the last per_chunk of it are SelectByNorm's kept tokens).
+LsgDerivedKeys SelectByNormOnDevice(const at::Tensor& keys, const at::Tensor& values,
+                                    const at::Tensor& attendable, int64_t chunk,
+                                    int64_t per_chunk) {
+  const int64_t heads = keys.size(0);
+  const int64_t t = keys.size(1);
+  const int64_t chunks = t / chunk;
+  const at::Tensor norms = keys.narrow(1, 0, chunks * chunk).to(at::kFloat).pow(2).sum(-1).sqrt() *
+                           attendable.narrow(0, 0, chunks * chunk).to(at::kFloat);  // [h, t']
+  const at::Tensor order =
+      std::get<1>(at::sort(norms.view({heads, chunks, chunk}), /*stable=*/true, /*dim=*/-1, false));
+  const at::Tensor tokens =
+      (order.narrow(-1, chunk - per_chunk, per_chunk) +
+       (at::arange(chunks, keys.options().dtype(at::kLong)) * chunk).view({1, -1, 1}))
+          .reshape({heads, -1});  // [h, derived]
+  const auto rows = [&tokens](const at::Tensor& x) {
+    std::vector<at::Tensor> per_head;
+    for (int64_t h = 0; h < x.size(0); ++h) per_head.push_back(x[h].index_select(0, tokens[h]));
+    return at::stack(per_head);
+  };
+  return {rows(keys), rows(values), ToValid(attendable.index_select(0, tokens.reshape(-1)))};
+}
+
 // One reference lsh_round: hash each (masked) key of a chunk to one of
 // `output_size` buckets by the argmax of ±(normalised key · random
 // rotation), and sum keys, values and mask weights per bucket.
@@ -144,7 +169,9 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
   const int64_t t = layout.padded_tokens;
   const int64_t d = keys.size(2);
   const int64_t sf = config.sparsity_factor;
-  at::Tensor attendable = at::arange(t, at::kLong).lt(layout.tokens);
+  // On the keys' device: every operation below runs there (the CUDA build).
+  const at::TensorOptions index_options = keys.options().dtype(at::kLong);
+  at::Tensor attendable = at::arange(t, index_options).lt(layout.tokens);
   if (layout.first_token_masked) attendable.index_put_({0}, false);
 
   if (sf == 1) {  // the reference passes the tokens themselves
@@ -165,12 +192,13 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
   switch (sparsity) {
     case LsgSparsity::kNorm: {
       const int64_t chunk = config.SelectionChunk();
+      if (keys.is_cuda()) return SelectByNormOnDevice(keys, values, attendable, chunk, chunk / sf);
       const std::vector<uint8_t> flags = ToValid(attendable);
       if (keys.scalar_type() == at::kBFloat16) {
         return SelectByNorm<at::BFloat16>(keys, values, flags, chunk, chunk / sf);
       }
-      LsgDerivedKeys derived = SelectByNorm<float>(keys.to(at::kFloat), values.to(at::kFloat),
-                                                   flags, chunk, chunk / sf);
+      LsgDerivedKeys derived =
+          SelectByNorm<float>(keys.to(at::kFloat), values.to(at::kFloat), flags, chunk, chunk / sf);
       derived.keys = derived.keys.to(keys.scalar_type());
       derived.values = derived.values.to(values.scalar_type());
       return derived;
@@ -183,16 +211,16 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       return {pooled_k, pooled_v, ToValid(count.view({1, -1}).gt(0).expand({heads, t / sf}))};
     }
     case LsgSparsity::kStride: {
-      const at::Tensor idx = (at::arange(t / sf, at::kLong) * sf).view({1, -1}) +
-                             (at::arange(heads, at::kLong) % sf).view({-1, 1});
+      const at::Tensor idx = (at::arange(t / sf, index_options) * sf).view({1, -1}) +
+                             (at::arange(heads, index_options) % sf).view({-1, 1});
       return Gather(idx, keys, values, attendable);
     }
     case LsgSparsity::kBlockStride: {
       const int64_t block = config.block_size;
       const int64_t step = block / sf;
-      at::Tensor idx = at::arange(step, at::kLong).view({1, 1, -1}) +
-                       at::arange(heads, at::kLong).view({-1, 1, 1}) * step;
-      idx = idx.remainder(block) + (at::arange(t / block, at::kLong) * block).view({1, -1, 1});
+      at::Tensor idx = at::arange(step, index_options).view({1, 1, -1}) +
+                       at::arange(heads, index_options).view({-1, 1, 1}) * step;
+      idx = idx.remainder(block) + (at::arange(t / block, index_options) * block).view({1, -1, 1});
       return Gather(idx.reshape({heads, -1}), keys, values, attendable);
     }
     case LsgSparsity::kBosPooling: {
@@ -212,6 +240,7 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
               std::vector<uint8_t>(static_cast<size_t>(heads * (t / sf)), 1)};
     }
     case LsgSparsity::kLsh: {
+      TORCH_CHECK(!keys.is_cuda(), "LSG's lsh sparsity does not run on a CUDA device yet");
       const int64_t chunk = config.SelectionChunk();
       const at::Tensor w = weight.view({1, t / chunk, chunk, 1});
       at::Tensor k = keys.view({heads, t / chunk, chunk, d}) * w;
