@@ -6,8 +6,9 @@ For each length and batch (bf16, 12 heads, head_dim 64) it times, in one process
   * FlexAttention given the block mask of our LSG plan (the same query-key pairs),
   * our block-sparse kernel on that LSG plan (and on the dense plan, for the
     kernel's own efficiency),
-  * our edge kernel on random SBM-like edge sets at 1%, 5% and 20% density
-    (Bernoulli edges sampled with torch on the GPU; the sampling is timed apart).
+  * our edge kernel on random edge sets at 1%, 5% and 20% density (Bernoulli
+    edges sampled with torch on the GPU, that sampling timed apart), and on
+    edges drawn by our GPU fastRG sampler from SBM tables (sampling included).
 Each figure is the median of CUDA-event timings after warm-up. It also checks
 that our LSG output equals FlexAttention's and exact attention's within bf16
 error, so a fast wrong kernel cannot pass. Prints a Markdown table (and JSON
