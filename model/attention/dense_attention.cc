@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention.h"
@@ -9,6 +10,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/masked_softmax.h"
 #include "model/attention/attention.h"
+#include "model/attention/block_sparse_attention_device.h"
 #include "model/attention/context_buffer.h"
 
 namespace docsparse {
@@ -160,6 +162,18 @@ at::Tensor SimdContext(const AttentionInputs& in, float scale, int num_threads) 
   return o.context;
 }
 
+// On a CUDA device: the CUDA block-sparse executor over the same single
+// spans, in the activations' type (tensor cores for bf16/fp16), the context
+// copied into the merged-head buffer the CPU paths write.
+at::Tensor DeviceContext(const AttentionInputs& in, float scale) {
+  const DenseOperands o(in, in.query.scalar_type(), /*block_rows=*/128);
+  const absl::StatusOr<at::Tensor> context =
+      BlockSparseAttentionOnDevice(o.q, o.k, o.v, o.plan.View(), scale);
+  TORCH_CHECK(context.ok(), std::string(context.status().message()));
+  o.context.copy_(*context);
+  return o.context;
+}
+
 class DenseAttention final : public AttentionMechanism {
  public:
   AttentionKind kind() const override { return AttentionKind::kDense; }
@@ -172,7 +186,9 @@ class DenseAttention final : public AttentionMechanism {
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
     const int threads = at::get_num_threads();
     at::Tensor context;
-    if (in.precision == Precision::kBf16) {
+    if (in.query.is_cuda()) {
+      context = DeviceContext(in, static_cast<float>(scale));
+    } else if (in.precision == Precision::kBf16) {
       const Bf16AttentionExecutor executor =
           ChooseBf16AttentionExecutor(static_cast<int32_t>(head_dim));
       context = executor != nullptr
