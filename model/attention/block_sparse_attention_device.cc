@@ -18,8 +18,6 @@ namespace docsparse {
 
 #if defined(DOCSPARSE_CUDA_TORCH)
 
-bool CudaAttentionAvailable() { return true; }
-
 namespace {
 
 absl::Status CheckOperand(const char* name, const at::Tensor& t, const at::Tensor& q) {
@@ -116,8 +114,6 @@ absl::StatusOr<at::Tensor> BlockSparseAttentionOnDevice(const at::Tensor& q, con
 }
 
 #else  // no CUDA LibTorch
-
-bool CudaAttentionAvailable() { return false; }
 
 absl::StatusOr<at::Tensor> BlockSparseAttentionOnDevice(const at::Tensor&, const at::Tensor&,
                                                         const at::Tensor&,

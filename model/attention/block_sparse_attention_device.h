@@ -15,9 +15,6 @@
 
 namespace docsparse {
 
-// Whether this build can run attention on a CUDA device.
-bool CudaAttentionAvailable();
-
 // softmax(q·kᵀ·scale)·v over the plan's spans. q [batch, heads, q_len, d], k and
 // v [batch, heads, k_len, d] on one CUDA device, one dtype (bf16, fp16 or
 // fp32), the last dimension contiguous; `plan` holds batch·heads·blocks rows.

@@ -9,19 +9,14 @@
 #include <vector>
 
 #include "model/attention/attention.h"
+#include "tests/cuda_torch/forward_on_host.h"
 
 namespace docsparse {
 namespace {
 
 at::Tensor Forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                    const std::vector<int64_t>& lengths) {
-  AttentionInputs in;
-  in.query = q;
-  in.key = k;
-  in.value = v;
-  in.lengths = lengths;
-  std::vector<ItemAttentionCost> costs;
-  return MakeDenseAttention()->Forward(in, &costs).to(at::kCPU).to(at::kFloat);
+  return test::ForwardOnHost(*MakeDenseAttention(), q, k, v, lengths);
 }
 
 TEST(DenseAttentionDeviceTest, PaddedBatchMatchesTheCpuAndSdpa) {

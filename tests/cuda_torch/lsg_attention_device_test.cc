@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/attention/lsg_attention.h"
+#include "tests/cuda_torch/forward_on_host.h"
 
 namespace docsparse {
 namespace {
@@ -19,16 +20,7 @@ struct Case {
   const char* name;
 };
 
-at::Tensor Forward(const AttentionMechanism& lsg, const at::Tensor& q, const at::Tensor& k,
-                   const at::Tensor& v, const std::vector<int64_t>& lengths) {
-  AttentionInputs in;
-  in.query = q;
-  in.key = k;
-  in.value = v;
-  in.lengths = lengths;
-  std::vector<ItemAttentionCost> costs;
-  return lsg.Forward(in, &costs).to(at::kCPU).to(at::kFloat);
-}
+using test::ForwardOnHost;
 
 TEST(LsgAttentionDeviceTest, EverySparsityTypeMatchesTheCpuOnAPaddedBatch) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
@@ -49,8 +41,8 @@ TEST(LsgAttentionDeviceTest, EverySparsityTypeMatchesTheCpuOnAPaddedBatch) {
     config.sparsity_factor = 4;
     config.sparsity_type = c.sparsity;
     const auto lsg = MakeLsgAttention(config);
-    const at::Tensor want = Forward(*lsg, q, k, v, lengths);
-    const at::Tensor got = Forward(*lsg, q.cuda(), k.cuda(), v.cuda(), lengths);
+    const at::Tensor want = ForwardOnHost(*lsg, q, k, v, lengths);
+    const at::Tensor got = ForwardOnHost(*lsg, q.cuda(), k.cuda(), v.cuda(), lengths);
     // Only real rows: padding rows are whatever each path leaves there.
     for (int64_t b = 0; b < 2; ++b) {
       const double error = (got[b].narrow(1, 0, lengths[b]) - want[b].narrow(1, 0, lengths[b]))
@@ -64,8 +56,8 @@ TEST(LsgAttentionDeviceTest, EverySparsityTypeMatchesTheCpuOnAPaddedBatch) {
     // CPU's fp32 ones.
     const at::Tensor q16 = q.to(at::kBFloat16), k16 = k.to(at::kBFloat16),
                      v16 = v.to(at::kBFloat16);
-    const at::Tensor want16 = Forward(*lsg, q16, k16, v16, lengths);
-    const at::Tensor got16 = Forward(*lsg, q16.cuda(), k16.cuda(), v16.cuda(), lengths);
+    const at::Tensor want16 = ForwardOnHost(*lsg, q16, k16, v16, lengths);
+    const at::Tensor got16 = ForwardOnHost(*lsg, q16.cuda(), k16.cuda(), v16.cuda(), lengths);
     EXPECT_LE((got16[0] - want16[0]).abs().max().item<double>(), 3e-2);
   }
 }
