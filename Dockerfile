@@ -30,10 +30,11 @@
 # exercise them on every CI run.
 
 ARG VARIANT=cuda
-# The CUDA toolkit must match the torch wheel's CUDA (torch 2.8.0 on PyPI is
-# built with CUDA 12.8).
-ARG TORCH_VERSION=2.8.0
-ARG CUDA_PACKAGE_VERSION=12-8
+# The CUDA toolkit must match the torch wheel's CUDA: torch 2.11.0 on PyPI is
+# built with CUDA 13.0, the combination scripts/build --cuda builds and the
+# GPU tests ran on (an H100, 2026-11-26). This image itself has not been built.
+ARG TORCH_VERSION=2.11.0
+ARG CUDA_PACKAGE_VERSION=13-0
 ARG CUDA_ARCHITECTURES="80;86;89;90"
 
 # --- builders ---------------------------------------------------------------
