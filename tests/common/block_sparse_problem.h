@@ -60,6 +60,19 @@ inline Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_
   return p;
 }
 
+// The keys query `query` of (item·head) `bh` attends to: its block's spans
+// (blocks of p.block_size queries), none past the last block.
+inline std::vector<int> QueryKeys(const Problem& p, int bh, int query) {
+  std::vector<int> keys;
+  const int block = query / p.block_size;
+  if (block >= p.blocks() || query >= p.block_starts.back()) return keys;
+  const int row = bh * p.blocks() + block;
+  for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
+    for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
+  }
+  return keys;
+}
+
 // Two-pass softmax in double over the same spans.
 inline std::vector<float> Reference(const Problem& p) {
   std::vector<float> out(p.q.size());
@@ -67,11 +80,7 @@ inline std::vector<float> Reference(const Problem& p) {
     for (int h = 0; h < p.heads; ++h) {
       const size_t bh = static_cast<size_t>(b) * p.heads + h;
       for (int i = 0; i < p.q_len; ++i) {
-        const int row = static_cast<int>(bh) * p.blocks() + i / p.block_size;
-        std::vector<int> keys;
-        for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
-          for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
-        }
+        const std::vector<int> keys = QueryKeys(p, static_cast<int>(bh), i);
         const float* q = &p.q[(bh * p.q_len + i) * p.head_dim];
         std::vector<double> scores;
         double max_score = -1e300;

@@ -76,16 +76,7 @@ void ExpectRelativelyClose(const std::vector<float>& got, const std::vector<floa
 }
 
 test::KeysOf SpanKeys(const Problem& p) {
-  return [&p](int bh, int query) {
-    std::vector<int> keys;
-    const int block = query / p.block_size;
-    if (block >= p.blocks() || query >= p.block_starts.back()) return keys;
-    const int row = bh * p.blocks() + block;
-    for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
-      for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
-    }
-    return keys;
-  };
+  return [&p](int bh, int query) { return test::QueryKeys(p, bh, query); };
 }
 
 // Rounds the problem's tensors to `type`, runs the kernel, and checks its
