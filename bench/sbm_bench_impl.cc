@@ -21,7 +21,7 @@ const bool kSbmRegistered =
       std::shared_ptr<const SbmParameters> parameters =
           SbmParameters::Random(1, c.heads, c.head_dim, kBenchClusters, c.seed);
       ItemAttentionOptions options;
-      options.target_density = c.density;
+      options.knobs[kSbmTargetDensityKnob] = c.density;
       options.seed = c.seed;
       SbmAttentionOptions attention_options;
       attention_options.num_threads = c.threads;

@@ -88,7 +88,7 @@ absl::StatusOr<Measured> Measure(const Encoder& encoder,
       EncoderBatch batch;
       batch.sequences = {windows[w]};
       ItemAttentionOptions options;
-      options.target_density = target;
+      options.knobs[kSbmTargetDensityKnob] = target;
       options.seed = static_cast<uint64_t>(1000 * w + seed);
       batch.attention_options = {options};
       CostAccount cost(encoder.shape());

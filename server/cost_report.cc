@@ -2,24 +2,23 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace docsparse {
 
 v1::AttentionKind ToProto(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::kDense:
-      return v1::ATTENTION_KIND_DENSE;
-    case AttentionKind::kLsg:
-      return v1::ATTENTION_KIND_LSG;
-    case AttentionKind::kSbm:
-      return v1::ATTENTION_KIND_SBM;
-  }
-  return v1::ATTENTION_KIND_UNSPECIFIED;
+  // ATTENTION_KIND_<NAME>: the proto lists every planner by the same name.
+  v1::AttentionKind proto = v1::ATTENTION_KIND_UNSPECIFIED;
+  v1::AttentionKind_Parse(
+      absl::StrCat("ATTENTION_KIND_", absl::AsciiStrToUpper(std::string(AttentionKindName(kind)))),
+      &proto);
+  return proto;
 }
 
-void FillCostReport(const CostAccount& account, AttentionKind kind, v1::CostReport* report) {
+void FillCostReport(const CostAccount& account, AttentionKind kind, bool sampled,
+                    v1::CostReport* report) {
   const EncoderShape& shape = account.shape();
   report->set_input_tokens(account.input_tokens());
   report->set_padded_tokens(account.padded_tokens());
@@ -33,7 +32,7 @@ void FillCostReport(const CostAccount& account, AttentionKind kind, v1::CostRepo
     for (int head = 0; head < shape.num_heads; ++head) {
       cost->add_head_density(account.HeadDensity(layer, head));
       cost->add_head_edges(account.HeadEdges(layer, head));
-      if (kind == AttentionKind::kSbm) {
+      if (sampled) {
         cost->add_head_expected_density(account.HeadExpectedDensity(layer, head));
       }
     }

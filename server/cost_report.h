@@ -15,8 +15,10 @@ namespace docsparse {
 v1::AttentionKind ToProto(AttentionKind kind);
 
 // Fills the token, density, edge and FLOP fields of `report`; timings,
-// budget and batch fields are the caller's.
-void FillCostReport(const CostAccount& account, AttentionKind kind, v1::CostReport* report);
+// budget and batch fields are the caller's. `sampled`: the planner samples,
+// and each head's expected density is reported beside the realised one.
+void FillCostReport(const CostAccount& account, AttentionKind kind, bool sampled,
+                    v1::CostReport* report);
 
 // The headline figures of a cost report as x-docsparse-* pairs: gRPC
 // trailing metadata and HTTP headers.

@@ -12,10 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "kernels/cpu_features.h"
-#include "model/attention/lsg_attention.h"
-#include "model/attention/lsg_mask_map.h"
-#include "model/attention/mask_map.h"
-#include "model/attention/sbm_attention.h"
+#include "model/attention/planner_registry.h"
 #include "model/encoder/pooling.h"
 #include "model/tasks/extractive_summary.h"
 #include "model/tasks/zero_shot.h"
@@ -80,14 +77,30 @@ absl::Status CheckOptions(const v1::RequestOptions& options) {
 absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& budget,
                         const v1::RequestOptions& options, const EncodeJob& job,
                         const EncodeResult& result, v1::CostReport* report) {
+  const AttentionPlanner& planner = ServedPlanner(*context.model, job.attention);
   if (budget.strict() && job.cost.raised_to_floor()) {
+    // Named after what the client set: a cap, else its knobs.
+    std::string asked = "budget.knobs";
+    switch (budget.cap_case()) {
+      case v1::SparsityBudget::kMaxDensity:
+        asked = absl::StrCat("budget.max_density: ", budget.max_density());
+        break;
+      case v1::SparsityBudget::kMaxAttentionGflops:
+        asked = absl::StrCat("budget.max_attention_gflops: ", budget.max_attention_gflops());
+        break;
+      case v1::SparsityBudget::kEdgeRegularization:
+        asked = absl::StrCat("budget.edge_regularization: ", budget.edge_regularization());
+        break;
+      case v1::SparsityBudget::CAP_NOT_SET:
+        break;
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("budget.edge_regularization: ", budget.edge_regularization(),
-                     " leaves fewer than the floor of ", kSbmMinEdgesPerQuery,
-                     " expected edges per query on model '", context.model->name,
-                     "'; the floor ran instead (lower it, or drop strict)"));
+        absl::StrCat(asked, " leaves the plan below its floor on model '", context.model->name,
+                     "' (", planner.FloorDescription(),
+                     "); the floor ran instead (ask for less sparsity, or drop "
+                     "strict)"));
   }
-  FillCostReport(job.cost, ServedAttentionKind(*context.model, job.attention), report);
+  FillCostReport(job.cost, planner.kind(), planner.samples(), report);
   FillAttentionKnobs(*context.model, job.attention, report->mutable_knobs());
   report->set_truncated(context.truncated);
   *report->mutable_budget() = budget;
@@ -105,11 +118,9 @@ absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& bud
     int cells = 0;
     const ServedModel& model = *context.model;
     const std::vector<float> map =
-        ServedAttentionKind(model, job.attention) == AttentionKind::kLsg && model.lsg()
-            ? LsgMaskMap(ApplyLsgKnobs(*model.lsg(), job.attention), context.document_lengths,
-                         resolution, &cells)
-            : DenseWindowsMaskMap(context.document_lengths, resolution, &cells);
-    // Dense and LSG plans pick the same pairs in every layer.
+        ServedPlanner(model, job.attention)
+            .MaskMap(job.attention.knobs, context.document_lengths, resolution, &cells);
+    // Position patterns pick the same pairs in every layer.
     for (int layer = 0; layer < context.model->encoder_shape().num_layers; ++layer) {
       v1::MaskMap* out = report->add_mask_maps();
       out->set_layer(layer);
@@ -471,9 +482,20 @@ void DocumentTasks::ListModels(v1::ListModelsResponse* response) const {
                       : task == Task::kClassify ? v1::TASK_CLASSIFY
                                                 : v1::TASK_SUMMARIZE);
     }
-    info->set_attention(ToProto(model->attention().kind()));
+    info->set_attention(ToProto(model->planners->native().kind()));
     for (AttentionKind kind : AvailableAttention(*model)) {
       info->add_available_attention(ToProto(kind));
+      const AttentionPlanner& planner = *model->planners->Find(kind);
+      v1::PlannerInfo* planner_info = info->add_planners();
+      planner_info->set_attention(ToProto(kind));
+      planner_info->set_samples(planner.samples());
+      for (const auto& [name, range] : planner.Knobs()) {
+        v1::KnobInfo& knob = (*planner_info->mutable_knobs())[name];
+        knob.set_native(range.native);
+        knob.set_min(range.min);
+        knob.set_max(range.max);
+        knob.set_integer(range.integer);
+      }
     }
     info->set_max_position_tokens(static_cast<int32_t>(model->max_sequence_length()));
     info->set_max_document_tokens(static_cast<int32_t>(

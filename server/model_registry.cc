@@ -10,9 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
-#include "model/attention/attention_switch.h"
-#include "model/attention/lsg_attention.h"
-#include "model/attention/sbm_attention.h"
+#include "model/attention/planner_registry.h"
 #include "model/text/tokenizer_loader.h"
 #include "model/text/wordpiece_tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -21,77 +19,36 @@ namespace docsparse {
 
 namespace {
 
-// The planner docsparse.json asks for, if the checkpoint can run it; null
-// for SBM, whose parameters MakeServingAttention loads.
-absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeNativeAttention(
-    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config) {
-  if (choice.kind == "dense" || (choice.kind == "native" && !config.lsg.has_value())) {
-    return MakeDenseAttention();
+// The native planner docsparse.json's attention.kind names: "native" is
+// LSG on an LSG checkpoint, else dense.
+absl::StatusOr<AttentionKind> NativeKind(const std::string& path, const AttentionChoice& choice,
+                                         bool lsg_checkpoint) {
+  if (choice.kind == "native") return lsg_checkpoint ? AttentionKind::kLsg : AttentionKind::kDense;
+  const std::optional<AttentionKind> kind = AttentionKindNamed(choice.kind);
+  if (!kind.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
+                                                   choice.kind, "\" is not served yet"));
   }
-  if (choice.kind == "native" || choice.kind == "lsg") {
-    if (!config.lsg.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path,
-                       "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint "
-                       "(config.json with LSG fields; make one with docsparse-convert lsg)"));
-    }
-    return MakeLsgAttention(*config.lsg);
-  }
-  if (choice.kind == "sbm") return nullptr;  // MakeServingAttention loads the parameters
-  return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
-                                                 choice.kind, "\" is not served yet"));
+  return *kind;
 }
 
-// The model's own mechanism (docsparse.json attention.kind) and the ones a
-// request may ask for instead (budget.attention): dense always, since every
-// checkpoint has what it needs; SBM when sbm.safetensors is in the folder.
-// Sets `sbm_clusters` when SBM parameters are loaded.
-absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeServingAttention(
-    const std::string& path, const AttentionChoice& choice, const EncoderConfig& config,
-    int* sbm_clusters) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> native,
-                   MakeNativeAttention(path, choice, config));
-  std::unique_ptr<AttentionMechanism> sbm;
-  if (native == nullptr ||
-      std::filesystem::exists(std::filesystem::path(path) / SbmParameters::kFileName)) {
-    const EncoderShape shape{config.num_layers, config.num_heads, config.head_dim(),
-                             config.hidden_size, config.intermediate_size};
-    ASSIGN_OR_RETURN(std::shared_ptr<const SbmParameters> parameters,
-                     SbmParameters::LoadFromModelDir(path, shape));
-    *sbm_clusters = parameters->num_clusters();
-    sbm = MakeSbmAttention(std::move(parameters));
+// The model's planners (model/attention/planner_registry.h): the native one
+// and every other the checkpoint has what it needs for. Errors name
+// docsparse.json.
+absl::StatusOr<std::unique_ptr<ModelPlanners>> MakePlanners(const std::string& path,
+                                                            const AttentionChoice& choice,
+                                                            PlannerSource source,
+                                                            bool alternatives) {
+  ASSIGN_OR_RETURN(const AttentionKind native, NativeKind(path, choice, source.lsg.has_value()));
+  source.model_dir = path;
+  source.configured_knobs = choice.knobs;
+  absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
+      ModelPlanners::Make(native, source, alternatives);
+  if (!planners.ok()) {
+    return absl::Status(planners.status().code(),
+                        absl::StrCat(path, "/docsparse.json: ", planners.status().message()));
   }
-  if (native == nullptr) native = std::move(sbm);
-  std::map<AttentionKind, std::unique_ptr<AttentionMechanism>> alternatives;
-  if (native->kind() != AttentionKind::kDense) {
-    alternatives[AttentionKind::kDense] = MakeDenseAttention();
-  }
-  if (sbm != nullptr) alternatives[AttentionKind::kSbm] = std::move(sbm);
-  return MakeSwitchingAttention(std::move(native), std::move(alternatives));
-}
-
-}  // namespace
-
-namespace {
-
-// The encoder attention of a summarizer; null is the checkpoint's native one
-// (LSG for an LSG-BART, else dense), which Seq2SeqModel picks itself.
-absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeSummarizerAttention(
-    const std::string& path, const AttentionChoice& choice, const BartConfig& config) {
-  if (choice.kind == "native") return std::unique_ptr<AttentionMechanism>();
-  if (choice.kind == "dense") return MakeDenseAttention();
-  if (choice.kind == "lsg") {
-    if (!config.lsg.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path,
-          "/docsparse.json: attention.kind \"lsg\" needs an LSG checkpoint (config.json with LSG "
-          "fields; make one with docsparse-convert lsg)"));
-    }
-    return MakeLsgAttention(*config.lsg);
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, "/docsparse.json: attention.kind \"", choice.kind, "\" is not served for ",
-      std::string(Seq2SeqArchitectureName(config.architecture)), " models (native, dense or lsg)"));
+  return planners;
 }
 
 // A BART / Pegasus / LSG-BART folder: the encoder-decoder, its tokenizer
@@ -114,9 +71,23 @@ absl::Status LoadSummarizer(ServedModel* model) {
         "fp32 for them)"));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
-  ASSIGN_OR_RETURN(std::unique_ptr<AttentionMechanism> attention,
-                   MakeSummarizerAttention(path, model->serving.attention, config));
-  ASSIGN_OR_RETURN(model->seq2seq, Seq2SeqModel::Create(path, config, std::move(attention)));
+  // Summarizers run their native attention (LSG or dense) or dense: the
+  // position patterns and SBM are not served for them yet.
+  const std::string& kind = model->serving.attention.kind;
+  if (kind != "native" && kind != "dense" && kind != "lsg") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, "/docsparse.json: attention.kind \"", kind, "\" is not served for ",
+                     std::string(Seq2SeqArchitectureName(config.architecture)),
+                     " models (native, dense or lsg)"));
+  }
+  PlannerSource source;
+  source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
+                              config.hidden_size, config.intermediate_size};
+  source.lsg = config.lsg;
+  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
+                                                 /*alternatives=*/false));
+  ASSIGN_OR_RETURN(model->seq2seq,
+                   Seq2SeqModel::Create(path, config, model->planners->MakeMechanism()));
   ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(path));
   ASSIGN_OR_RETURN(const GenerationConfig generation, LoadGenerationConfig(path));
   // The model's own values must fit its decoder too.
@@ -148,10 +119,6 @@ const AttentionMechanism& ServedModel::attention() const {
 
 EncoderShape ServedModel::encoder_shape() const {
   return abstractive() ? seq2seq->encoder().shape() : encoder->shape();
-}
-
-const std::optional<LsgConfig>& ServedModel::lsg() const {
-  return abstractive() ? seq2seq->config().lsg : config.lsg;
 }
 
 int ServedModel::vocab_size() const {
@@ -205,11 +172,15 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
                    WordPieceTokenizer::FromModelDir(path));
   model->tokenizer = std::move(tokenizer);
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<AttentionMechanism> attention,
-      MakeServingAttention(path, model->serving.attention, model->config, &model->sbm_clusters));
+  PlannerSource source;
+  source.shape =
+      EncoderShape{model->config.num_layers, model->config.num_heads, model->config.head_dim(),
+                   model->config.hidden_size, model->config.intermediate_size};
+  source.lsg = model->config.lsg;
+  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
+                                                 /*alternatives=*/true));
   ASSIGN_OR_RETURN(model->encoder,
-                   Encoder::Create(path, model->config, std::move(attention),
+                   Encoder::Create(path, model->config, model->planners->MakeMechanism(),
                                    options.precision.value_or(model->serving.precision)));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);

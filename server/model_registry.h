@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/attention/cost_model.h"
+#include "model/attention/planner_registry.h"
 #include "model/checkpoint/generation_config.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/precision.h"
@@ -43,8 +44,9 @@ struct ServedModel {
   std::unique_ptr<LabelEmbeddingCache> labels;
   // Set when the checkpoint is a fine-tuned sequence classifier.
   std::unique_ptr<ClassificationHead> head;
-  // SBM models: clusters per head (sbm.safetensors), for FLOP budgets.
-  int sbm_clusters = 0;
+  // The attention planners a request may run (its own first), which price
+  // and fit budgets; the encoder runs their mechanisms.
+  std::unique_ptr<ModelPlanners> planners;
   // Summarizers only: the encoder-decoder, and generation_config.json's
   // defaults (checked against the decoder's length) that requests override.
   std::unique_ptr<Seq2SeqModel> seq2seq;
@@ -54,14 +56,13 @@ struct ServedModel {
   bool abstractive() const { return seq2seq != nullptr; }
   // "bert", "roberta", "distilbert", "bart", "pegasus".
   std::string architecture() const;
-  // The encoder's attention, shape and LSG settings (requests' budgets plan
-  // against them).
+  // The encoder's attention mechanism (every planner's, switched per item)
+  // and shape.
   const AttentionMechanism& attention() const;
   // What the model runs in (kFp32 or kBf16, never kAuto): the
   // encoder's resolved precision; summarizers run fp32.
   Precision precision() const;
   EncoderShape encoder_shape() const;
-  const std::optional<LsgConfig>& lsg() const;
   int vocab_size() const;
   // Longest encoder input, special tokens included.
   int64_t max_sequence_length() const;

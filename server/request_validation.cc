@@ -10,10 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
-#include "model/attention/attention_switch.h"
-#include "model/attention/lsg_attention.h"
-#include "model/attention/lsg_budget.h"
-#include "model/attention/sbm_attention.h"
+#include "model/attention/planner_registry.h"
 #include "model/text/unicode_text.h"
 #include "server/cost_report.h"
 
@@ -85,38 +82,45 @@ absl::StatusOr<PreparedInput> Prepare(const ServedModel& model, const v1::Docume
 
 namespace {
 
-// What a request with `options` runs: the budget's override, else the
-// model's own mechanism.
-bool RunsLsg(const ServedModel& model, const ItemAttentionOptions& options) {
-  return ServedAttentionKind(model, options) == AttentionKind::kLsg && model.lsg().has_value();
-}
-
-bool RunsSbm(const ServedModel& model, const ItemAttentionOptions& options) {
-  return ServedAttentionKind(model, options) == AttentionKind::kSbm;
-}
-
-// The options of a request that asks for `kind`: unset when that is the
-// model's own, so such requests batch as they always did.
-ItemAttentionOptions OptionsFor(const ServedModel& model, AttentionKind kind) {
-  ItemAttentionOptions options;
-  if (kind != model.attention().kind()) options.kind = kind;
-  return options;
-}
-
 std::vector<int64_t> TokenCounts(const std::vector<std::vector<int32_t>>& sequences) {
   std::vector<int64_t> counts;
   for (const auto& sequence : sequences) counts.push_back(static_cast<int64_t>(sequence.size()));
   return counts;
 }
 
+// The request's own knob values: budget.knobs, and the edge_regularization
+// cap, which is the knob of that name (SBM's β).
+AttentionKnobValues RequestKnobs(const v1::SparsityBudget& budget) {
+  AttentionKnobValues knobs(budget.knobs().begin(), budget.knobs().end());
+  if (budget.cap_case() == v1::SparsityBudget::kEdgeRegularization) {
+    knobs["edge_regularization"] = budget.edge_regularization();
+  }
+  return knobs;
+}
+
+AttentionCap CapOf(const v1::SparsityBudget& budget) {
+  AttentionCap cap;
+  if (budget.cap_case() == v1::SparsityBudget::kMaxDensity) cap.max_density = budget.max_density();
+  if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops) {
+    cap.max_attention_gflops = budget.max_attention_gflops();
+  }
+  return cap;
+}
+
 }  // namespace
 
 AttentionKind ServedAttentionKind(const ServedModel& model, const ItemAttentionOptions& options) {
-  return options.kind.value_or(model.attention().kind());
+  return options.kind.value_or(model.planners->native().kind());
+}
+
+const AttentionPlanner& ServedPlanner(const ServedModel& model,
+                                      const ItemAttentionOptions& options) {
+  const AttentionPlanner* planner = model.planners->Find(ServedAttentionKind(model, options));
+  return planner != nullptr ? *planner : model.planners->native();
 }
 
 std::vector<AttentionKind> AvailableAttention(const ServedModel& model) {
-  return AvailableAttentionKinds(model.attention());
+  return model.planners->kinds();
 }
 
 absl::StatusOr<AttentionKind> RequestedAttention(const ServedModel& model,
@@ -137,17 +141,11 @@ absl::StatusOr<AttentionKind> RequestedAttention(const ServedModel& model,
 
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget) {
   ASSIGN_OR_RETURN(const AttentionKind kind, RequestedAttention(model, budget));
-  const ItemAttentionOptions runs = OptionsFor(model, kind);
+  const AttentionPlanner& planner = *model.planners->Find(kind);
   switch (budget.cap_case()) {
     case v1::SparsityBudget::kMaxDensity:
       if (!(budget.max_density() > 0 && budget.max_density() <= 1)) {
         return absl::InvalidArgumentError("budget.max_density: must be in (0, 1]");
-      }
-      if (!RunsLsg(model, runs) && !RunsSbm(model, runs) && budget.strict() &&
-          budget.max_density() < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("budget.max_density: ", budget.max_density(),
-                                                       " is below the minimum 1 for model '",
-                                                       model.name, "' (dense attention)"));
       }
       break;
     case v1::SparsityBudget::kMaxAttentionGflops:
@@ -156,152 +154,82 @@ absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& bud
       }
       break;
     case v1::SparsityBudget::kEdgeRegularization:
-      if (RunsSbm(model, runs)) {
-        if (!std::isfinite(budget.edge_regularization())) {
-          return absl::InvalidArgumentError("budget.edge_regularization: must be finite");
-        }
-        break;
-      }
-      return absl::InvalidArgumentError(
-          absl::StrCat("budget.edge_regularization: applies to SBM attention; model '", model.name,
-                       "' runs ", RunsLsg(model, runs) ? "lsg" : "dense", " attention"));
+      // The knob of that name, checked against the planner like
+      // budget.knobs, but named as the field the client set.
+      RETURN_IF_ERROR(CheckRequestKnobs(
+          planner, {{"edge_regularization", budget.edge_regularization()}}, "budget."));
+      break;
     case v1::SparsityBudget::CAP_NOT_SET:
       break;
   }
-  return absl::OkStatus();
+  return CheckRequestKnobs(
+      planner, AttentionKnobValues(budget.knobs().begin(), budget.knobs().end()), "budget.knobs.");
 }
 
 double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
                              const std::vector<std::vector<int32_t>>& sequences) {
-  const EncoderShape shape = model.encoder_shape();
-  double flops = 0;
-  for (const auto& sequence : sequences) {
-    const int64_t tokens = static_cast<int64_t>(sequence.size());
-    if (RunsSbm(model, options) && options.target_density > 0) {
-      flops += DenseAttentionFlops(tokens, shape) * shape.num_layers * options.target_density;
-    } else if (RunsLsg(model, options)) {
-      const LsgConfig config = ApplyLsgKnobs(*model.lsg(), options);
-      flops += 4.0 * shape.head_dim *
-               static_cast<double>(LsgPlannedEdges(config, tokens, shape.num_heads)) *
-               shape.num_layers;
-    } else {
-      flops += DenseAttentionFlops(tokens, shape) * shape.num_layers;
-    }
-  }
-  return flops;
+  return ServedPlanner(model, options)
+      .Price(options.knobs, TokenCounts(sequences), model.encoder_shape())
+      .attention_flops;
 }
 
 absl::StatusOr<ItemAttentionOptions> PlanBudget(
     const ServedModel& model, const v1::SparsityBudget& budget,
     const v1::RequestOptions& request_options, const std::vector<std::vector<int32_t>>& sequences) {
   ASSIGN_OR_RETURN(const AttentionKind kind, RequestedAttention(model, budget));
-  const ItemAttentionOptions runs = OptionsFor(model, kind);
-  if (RunsSbm(model, runs)) {
-    ItemAttentionOptions options = runs;
+  const AttentionPlanner& planner = *model.planners->Find(kind);
+  ItemAttentionOptions options;
+  // Unset for the model's own kind, so such requests batch as they always did.
+  if (kind != model.planners->native().kind()) options.kind = kind;
+  if (planner.samples()) {
     // No seed and no request id: a fresh seed, so that repeated anonymous
-    // requests do not all draw the same edges; the cost report's knobs.seed
+    // requests do not all draw the same plan; the cost report's knobs.seed
     // says which one ran.
     if (budget.has_seed()) {
       options.seed = budget.seed();
     } else if (!request_options.request_id().empty()) {
-      options.seed = SbmSeedFromRequestId(request_options.request_id());
+      options.seed = SamplingSeedFromRequestId(request_options.request_id());
     } else {
       std::random_device entropy;
       options.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     }
-    // SBM's floor (model/attention/sbm_attention.h): a cap below it runs the
-    // floor, or is refused when strict, naming the minimum.
-    const double floor_density = SbmFloorDensity(TokenCounts(sequences));
-    const auto below_floor = [&](const char* field, double asked, double minimum,
-                                 const char* unit) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": ", asked, " is below the minimum ", minimum, unit,
-                       " for this document on model '", model.name, "' (sbm: at least ",
-                       kSbmMinEdgesPerQuery, " expected edges per query)"));
-    };
-    switch (budget.cap_case()) {
-      case v1::SparsityBudget::kMaxDensity:
-        if (budget.strict() && budget.max_density() < floor_density) {
-          return below_floor("budget.max_density", budget.max_density(), floor_density, "");
-        }
-        options.target_density = budget.max_density();
-        break;
-      case v1::SparsityBudget::kEdgeRegularization:
-        options.edge_regularization = budget.edge_regularization();
-        break;
-      case v1::SparsityBudget::kMaxAttentionGflops: {
-        int64_t tokens = 0;
-        for (const auto& sequence : sequences) tokens += static_cast<int64_t>(sequence.size());
-        options.target_density = SbmTargetDensityForAttentionFlops(
-            budget.max_attention_gflops() * 1e9, tokens, model.encoder_shape(), model.sbm_clusters);
-        if (options.target_density <= 0) {
-          if (budget.strict()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("budget.max_attention_gflops: ", budget.max_attention_gflops(),
-                             " is below the SBM memberships' own cost for this document on model '",
-                             model.name, "'"));
-          }
-          options.target_density = 1e-9;  // raised to the floor; budget_met will say false
-        }
-        if (budget.strict() && options.target_density < floor_density) {
-          ItemAttentionOptions at_floor = options;
-          at_floor.target_density = floor_density;
-          return below_floor("budget.max_attention_gflops", budget.max_attention_gflops(),
-                             PlannedAttentionFlops(model, at_floor, sequences) / 1e9, " GFLOP");
-        }
-        break;
-      }
-      case v1::SparsityBudget::CAP_NOT_SET:
-        break;
-    }
-    return options;
   }
-  if (RunsLsg(model, runs)) {
-    LsgCap cap;
-    if (budget.cap_case() == v1::SparsityBudget::kMaxDensity)
-      cap.max_density = budget.max_density();
-    if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops) {
-      cap.max_attention_gflops = budget.max_attention_gflops();
-    }
-    const LsgKnobChoice choice =
-        ChooseLsgKnobs(*model.lsg(), TokenCounts(sequences), model.encoder_shape(), cap);
-    if (!choice.fits && budget.strict()) {
-      const bool density = cap.max_density.has_value();
-      return absl::InvalidArgumentError(absl::StrCat(
-          density ? "budget.max_density: " : "budget.max_attention_gflops: ",
-          density ? budget.max_density() : budget.max_attention_gflops(), " is below the minimum ",
-          density ? choice.planned_density : choice.planned_attention_gflops,
-          density ? "" : " GFLOP", " for this document on model '", model.name,
-          "' (lsg: the cheapest block / sparse block / sparsity factor on its lattice)"));
-    }
-    ItemAttentionOptions options = choice.options;
-    options.kind = runs.kind;
-    return options;
+  const BudgetFit fit =
+      planner.FitBudget(CapOf(budget), StartingKnobs(planner, RequestKnobs(budget)),
+                        TokenCounts(sequences), model.encoder_shape());
+  if (!fit.fits && budget.strict()) {
+    const bool density = budget.cap_case() == v1::SparsityBudget::kMaxDensity;
+    return absl::InvalidArgumentError(absl::StrCat(
+        density ? "budget.max_density: " : "budget.max_attention_gflops: ",
+        density ? budget.max_density() : budget.max_attention_gflops(), " is below the minimum ",
+        density ? fit.price.density : fit.price.attention_flops / 1e9, density ? "" : " GFLOP",
+        " for this document on model '", model.name, "' (", planner.FloorDescription(), ")"));
   }
-  if (budget.cap_case() == v1::SparsityBudget::kMaxAttentionGflops && budget.strict()) {
-    const double gflops = PlannedAttentionFlops(model, runs, sequences) / 1e9;
-    if (gflops > budget.max_attention_gflops()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "budget.max_attention_gflops: ", budget.max_attention_gflops(), " is below the minimum ",
-          gflops, " GFLOP for this document on model '", model.name, "' (dense attention)"));
-    }
-  }
-  return runs;
+  options.knobs = fit.knobs;
+  return options;
 }
 
 void FillAttentionKnobs(const ServedModel& model, const ItemAttentionOptions& options,
                         v1::AttentionKnobs* knobs) {
-  if (RunsLsg(model, options)) {
-    const LsgConfig config = ApplyLsgKnobs(*model.config.lsg, options);
-    knobs->set_block_size(config.block_size);
-    knobs->set_sparse_block_size(config.sparse_block_size);
-    knobs->set_sparsity_factor(config.sparsity_factor);
-    knobs->set_sparsity_type(std::string(LsgSparsityName(config.sparsity_type)));
-    knobs->set_num_global_tokens(config.num_global_tokens);
-  } else if (RunsSbm(model, options)) {
-    knobs->set_edge_regularization(options.edge_regularization);
-    knobs->set_seed(options.seed);
-  }
+  const AttentionPlanner& planner = ServedPlanner(model, options);
+  const AttentionKnobValues values = StartingKnobs(planner, options.knobs);
+  for (const auto& [name, value] : values) (*knobs->mutable_values())[name] = value;
+  // The fields that predate the map, filled from the knobs of those names.
+  const auto set = [&](const char* name, auto setter) {
+    const auto it = values.find(name);
+    if (it != values.end()) setter(it->second);
+  };
+  set("block_size", [&](double v) { knobs->set_block_size(static_cast<int32_t>(v)); });
+  set("sparse_block_size",
+      [&](double v) { knobs->set_sparse_block_size(static_cast<int32_t>(v)); });
+  set("sparsity_factor", [&](double v) { knobs->set_sparsity_factor(static_cast<int32_t>(v)); });
+  set("num_global_tokens",
+      [&](double v) { knobs->set_num_global_tokens(static_cast<int32_t>(v)); });
+  set("window", [&](double v) { knobs->set_window(static_cast<int32_t>(v)); });
+  set("random_blocks", [&](double v) { knobs->set_random_blocks(static_cast<int32_t>(v)); });
+  set("edge_regularization", [&](double v) { knobs->set_edge_regularization(v); });
+  knobs->set_sparsity_type(planner.Variant());
+  if (planner.samples()) knobs->set_seed(options.seed);
 }
 
 bool BudgetMet(const v1::SparsityBudget& budget, const CostAccount& cost) {

@@ -39,6 +39,9 @@ absl::StatusOr<const ServedModel*> FindModelFor(const ModelRegistry& registry,
 // override), else the model's own mechanism.
 AttentionKind ServedAttentionKind(const ServedModel& model, const ItemAttentionOptions& options);
 
+// The planner of ServedAttentionKind.
+const AttentionPlanner& ServedPlanner(const ServedModel& model, const ItemAttentionOptions& options);
+
 // The mechanisms the model can run a request with, its own first.
 std::vector<AttentionKind> AvailableAttention(const ServedModel& model);
 
@@ -52,11 +55,10 @@ absl::StatusOr<AttentionKind> RequestedAttention(const ServedModel& model,
 // (the model's own, or budget.attention).
 absl::Status CheckBudget(const ServedModel& model, const v1::SparsityBudget& budget);
 
-// Plans the request's attention under its budget before anything runs: for
-// LSG, the knobs from the lattice around the native config
-// (model/attention/lsg_budget.h); for SBM, the density target the planner solves β
-// for, or the explicit β, and the sampling seed (the budget's, else derived
-// from options.request_id); for dense, nothing to choose. The result's kind
+// Plans the request's attention under its budget before anything runs: the
+// planner's FitBudget from its native knobs with budget.knobs over them
+// (model/attention/attention_planner.h), and for sampling planners the seed
+// (the budget's, else derived from options.request_id). The result's kind
 // is set when budget.attention overrides the model's own. A cap below the
 // cheapest plan runs that plan (budget_met comes out false), unless `strict`,
 // which is INVALID_ARGUMENT naming the minimum.
@@ -70,9 +72,9 @@ absl::StatusOr<ItemAttentionOptions> PlanBudget(const ServedModel& model,
 double PlannedAttentionFlops(const ServedModel& model, const ItemAttentionOptions& options,
                              const std::vector<std::vector<int32_t>>& sequences);
 
-// The knobs the planner ran with (CostReport.knobs): LSG's block, sparse
-// block, sparsity factor and type, global tokens; SBM's β and seed (β is 0
-// when a density target had it solved per layer).
+// The knobs the planner ran with (CostReport.knobs): every knob by name in
+// `values`, the older fields where a knob has their name, the planner's
+// variant as sparsity_type, and the seed of a sampling planner.
 void FillAttentionKnobs(const ServedModel& model, const ItemAttentionOptions& options,
                         v1::AttentionKnobs* knobs);
 

@@ -8,8 +8,10 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,29 +20,42 @@
 
 namespace docsparse {
 
-enum class AttentionKind { kDense, kLsg, kSbm };
+// Every planner the engine has (DESIGN.md, "The planner contract"). Each is
+// an AttentionPlanner registered by AttentionKindName
+// (model/attention/planner_registry.h); code outside the attention room
+// never branches on one.
+enum class AttentionKind { kDense, kLsg, kSbm, kLongformer, kBigBird, kSparseTransformer, kStar };
 
+// Lower-case names: "dense", "lsg", "sbm", "longformer", "bigbird",
+// "sparse_transformer", "star" (docsparse.json's attention.kind, the metrics'
+// label values, the proto's ATTENTION_KIND_<NAME>).
 std::string_view AttentionKindName(AttentionKind kind);
+// The kind named `name`, if any.
+std::optional<AttentionKind> AttentionKindNamed(std::string_view name);
+// Every kind, in enum order.
+const std::vector<AttentionKind>& AllAttentionKinds();
+
+// A planner's knobs by name (window, random_blocks, sparsity_factor,
+// edge_regularization, ...), each a number. A knob absent from the map has
+// its native value.
+using AttentionKnobValues = std::map<std::string, double>;
+
+// `knobs[name]` when set, else `fallback`.
+double KnobOr(const AttentionKnobValues& knobs, const std::string& name, double fallback);
 
 // What one request's budget resolved to (DESIGN.md, "Budgets"), per batch
-// item. Each mechanism reads the fields it understands.
+// item.
 struct ItemAttentionOptions {
   // The mechanism to run (a request's budget.attention override); unset: the
   // model's own. Only a switching mechanism (model/attention/attention_switch.h)
   // honours it; the others run what they are.
   std::optional<AttentionKind> kind;
-  // SBM: edge regularization β (0 = the model as calibrated; larger is
-  // sparser) and the sampling seed (the request's, else derived from its id).
-  double edge_regularization = 0;
-  // SBM: when > 0, β is solved per layer by bisection on the expected edge
-  // count so that the expected density is at most this (overrides
-  // edge_regularization).
-  double target_density = 0;
+  // The knobs the planner runs with instead of its native values, chosen by
+  // its FitBudget or set by the request (model/attention/attention_planner.h).
+  AttentionKnobValues knobs;
+  // Sampling planners (SBM, BigBird's random blocks): the seed (the
+  // request's, else derived from its id).
   uint64_t seed = 0;
-  // LSG: knobs chosen from the lattice around the native config; 0 = native.
-  int lsg_block_size = 0;
-  int lsg_sparse_block_size = -1;  // -1 = native; 0 = no sparse keys
-  int lsg_sparsity_factor = 0;
 };
 
 struct AttentionInputs {
@@ -79,8 +94,8 @@ class AttentionMechanism {
 
 // softmax(q·kᵀ/√d + padding mask)·v over every real key; density 1. Runs on
 // the block-sparse executors with one span per query block (AMX tiles or
-// AVX512-BF16 dot products for a bf16 model, AVX-512/AVX2 for fp32), reading q, k and v in place and returning a
-// view of a [batch, seq, heads, head_dim] context; elsewhere BLAS (fp32) or
+// AVX512-BF16 dot products for a bf16 model, AVX-512/AVX2 for fp32), reading q, k and v in place
+// and returning a view of a [batch, seq, heads, head_dim] context; elsewhere BLAS (fp32) or
 // oneDNN's bf16 matmul with a fused softmax, the matrices materialised.
 std::unique_ptr<AttentionMechanism> MakeDenseAttention();
 

@@ -15,18 +15,6 @@
 
 namespace docsparse {
 
-std::string_view AttentionKindName(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::kDense:
-      return "dense";
-    case AttentionKind::kLsg:
-      return "lsg";
-    case AttentionKind::kSbm:
-      return "sbm";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // The fp32 reference: BLAS products, HF's additive mask.

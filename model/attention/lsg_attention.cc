@@ -16,9 +16,14 @@ namespace docsparse {
 
 LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& options) {
   LsgConfig config = native;
-  if (options.lsg_block_size > 0) config.block_size = options.lsg_block_size;
-  if (options.lsg_sparse_block_size >= 0) config.sparse_block_size = options.lsg_sparse_block_size;
-  if (options.lsg_sparsity_factor > 0) config.sparsity_factor = options.lsg_sparsity_factor;
+  // Another planner's knobs may share a name (BigBird's block_size).
+  if (options.kind.has_value() && *options.kind != AttentionKind::kLsg) return config;
+  const AttentionKnobValues& knobs = options.knobs;
+  config.block_size = static_cast<int>(KnobOr(knobs, kLsgBlockSizeKnob, config.block_size));
+  config.sparse_block_size =
+      static_cast<int>(KnobOr(knobs, kLsgSparseBlockSizeKnob, config.sparse_block_size));
+  config.sparsity_factor =
+      static_cast<int>(KnobOr(knobs, kLsgSparsityFactorKnob, config.sparsity_factor));
   return config;
 }
 

@@ -18,7 +18,15 @@
 
 namespace docsparse {
 
-// The config with a request's knob overrides (ItemAttentionOptions) applied.
+// LSG's knobs (ItemAttentionOptions::knobs): sparse_block_size 0 drops the
+// sparse keys.
+inline constexpr char kLsgBlockSizeKnob[] = "block_size";
+inline constexpr char kLsgSparseBlockSizeKnob[] = "sparse_block_size";
+inline constexpr char kLsgSparsityFactorKnob[] = "sparsity_factor";
+
+// The config with a request's knob overrides (ItemAttentionOptions) applied;
+// native for an item that runs another kind (the encoder lays out an LSG
+// checkpoint's sequences with it whatever attention runs).
 LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& options);
 
 // `num_threads` <= 0: LibTorch's intra-op thread count at call time.

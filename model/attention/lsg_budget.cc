@@ -90,9 +90,9 @@ LsgKnobChoice ChooseLsgKnobs(const LsgConfig& native, const std::vector<int64_t>
         const Priced priced = Price(c, tokens, shape);
         LsgKnobChoice choice;
         choice.config = c;
-        choice.options.lsg_block_size = block;
-        choice.options.lsg_sparse_block_size = sparse;
-        choice.options.lsg_sparsity_factor = factor;
+        choice.options.knobs = {{kLsgBlockSizeKnob, block},
+                                {kLsgSparseBlockSizeKnob, sparse},
+                                {kLsgSparsityFactorKnob, factor}};
         choice.planned_density = priced.density;
         choice.planned_attention_gflops = priced.gflops;
         choice.fits = Fits(priced, cap);

@@ -27,7 +27,7 @@ struct LsgCap {
 };
 
 struct LsgKnobChoice {
-  ItemAttentionOptions options;  // the knobs to run with (0 / -1 = native)
+  ItemAttentionOptions options;  // the knobs to run with
   LsgConfig config;              // native with those knobs
   double planned_density = 0;
   double planned_attention_gflops = 0;

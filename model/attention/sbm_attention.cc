@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "kernels/edge_attention.h"
-#include "model/attention/sbm_planner.h"
 #include "kernels/sbm_sampling.h"
+#include "model/attention/sbm_planner.h"
 
 namespace docsparse {
 namespace {
@@ -56,18 +56,19 @@ class SbmAttention final : public AttentionMechanism {
       if (tokens == 0) continue;
       const ItemAttentionOptions& options =
           in.item_options.empty() ? options_.defaults : in.item_options[b];
-      TORCH_CHECK(std::isfinite(options.edge_regularization) && options.target_density >= 0 &&
-                      options.target_density <= 1,
+      const double edge_regularization = KnobOr(options.knobs, kSbmEdgeRegularizationKnob, 0);
+      const double target_density = KnobOr(options.knobs, kSbmTargetDensityKnob, 0);
+      TORCH_CHECK(std::isfinite(edge_regularization) && target_density >= 0 && target_density <= 1,
                   "SBM attention: edge_regularization must be finite and target_density in "
                   "[0, 1], got ",
-                  options.edge_regularization, " and ", options.target_density);
+                  edge_regularization, " and ", target_density);
 
       const SbmMembershipLogits logits = ComputeSbmMembershipLogits(
           layer, query[b].slice(1, 0, tokens), key[b].slice(1, 0, tokens));
       SbmLayerPlanner planner(logits, block);
-      const SbmLayerDecision decision = planner.Decide(
-          {options.edge_regularization, options.target_density, kSbmMinEdgesPerQuery},
-          SbmLayerKey(options.seed, in.layer));
+      const SbmLayerDecision decision =
+          planner.Decide({edge_regularization, target_density, kSbmMinEdgesPerQuery},
+                         SbmLayerKey(options.seed, in.layer));
       cost.raised_to_floor = decision.raised_to_floor;
       int64_t multigraph_edges = 0;
       for (int64_t h = 0; h < heads; ++h) {

@@ -5,12 +5,14 @@
 // n x n matrix is formed.
 //
 // Per item it reads ItemAttentionOptions (model/attention/attention.h):
-//   target_density > 0   β solved per layer so that the expected density
-//                        over the item's real tokens, all heads, is at most
-//                        this (max_density budgets; see
-//                        SbmTargetDensityForAttentionFlops for FLOP caps);
-//   edge_regularization  β otherwise (0 = as calibrated, larger = sparser);
-//   seed                 the sampling seed (the request's seed, else
+//   knobs.target_density > 0   β solved per layer so that the expected
+//                              density over the item's real tokens, all
+//                              heads, is at most this (max_density budgets;
+//                              see SbmTargetDensityForAttentionFlops for FLOP
+//                              caps);
+//   knobs.edge_regularization  β otherwise (0 = as calibrated, larger =
+//                              sparser);
+//   seed                       the sampling seed (the request's seed, else
 //                        SbmSeedFromRequestId): same seed, same document,
 //                        same plan, for any batch and thread count.
 // Items without options use SbmAttentionOptions' defaults.
@@ -36,6 +38,10 @@
 #include "model/attention/sbm_parameters.h"
 
 namespace docsparse {
+
+// SBM's knobs (ItemAttentionOptions::knobs).
+inline constexpr char kSbmEdgeRegularizationKnob[] = "edge_regularization";
+inline constexpr char kSbmTargetDensityKnob[] = "target_density";
 
 struct SbmAttentionOptions {
   // Threads for the planner's and executor's loops; 0 = at::get_num_threads()

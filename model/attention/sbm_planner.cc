@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "model/attention/sbm_memberships.h"
 #include "kernels/sbm_sampling.h"
+#include "model/attention/sbm_memberships.h"
 
 namespace docsparse {
 namespace {

@@ -164,11 +164,25 @@ absl::Status ParseTasks(const Validator& v, const json& value, std::vector<Task>
 absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoice& attention) {
   ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "attention", value));
   if (const json* kind = reader.Get("kind")) {
-    ASSIGN_OR_RETURN(
-        attention.kind,
-        v.Enum<std::string>(
-            reader.PathOf("kind"), *kind,
-            {{"native", "native"}, {"dense", "dense"}, {"lsg", "lsg"}, {"sbm", "sbm"}}));
+    ASSIGN_OR_RETURN(attention.kind,
+                     v.Enum<std::string>(reader.PathOf("kind"), *kind,
+                                         {{"native", "native"},
+                                          {"dense", "dense"},
+                                          {"lsg", "lsg"},
+                                          {"sbm", "sbm"},
+                                          {"longformer", "longformer"},
+                                          {"bigbird", "bigbird"},
+                                          {"sparse_transformer", "sparse_transformer"},
+                                          {"star", "star"}}));
+  }
+  if (const json* knobs = reader.Get("knobs")) {
+    // Names and ranges are the planner's, checked when the model loads.
+    ASSIGN_OR_RETURN(ObjectReader knob_reader,
+                     ObjectReader::Make(v, reader.PathOf("knobs"), *knobs));
+    for (const auto& [name, number] : knobs->items()) {
+      ASSIGN_OR_RETURN(attention.knobs[name],
+                       v.Number(knob_reader.PathOf(name), number, -1e9, 1e9));
+    }
   }
   return reader.CheckNoUnknownKeys();
 }

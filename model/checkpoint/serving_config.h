@@ -15,7 +15,7 @@
 //     "tasks": ["embed", "classify", "summarize"],
 //     "pooling": "mean",                 // "mean" | "cls"
 //     "normalize": true,
-//     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm"
+//     "attention": {"kind": "native"},   // "native" | "dense" | "lsg" | "sbm" | a pattern
 //     "precision": "auto",               // "auto" | "fp32" | "bf16" (encoders)
 //     "max_document_tokens": 65536,      // hard cap per request
 //     "overflow": "chunk",               // "reject" | "truncate" | "chunk"
@@ -36,6 +36,7 @@
 #define DOCSPARSE_MODEL_CHECKPOINT_SERVING_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,9 +63,15 @@ std::string_view OverflowPolicyName(OverflowPolicy overflow);
 //   "dense":  full attention (on an LSG checkpoint: over [global ; tokens],
 //            what the reference runs on short inputs);
 //   "lsg":    requires an LSG checkpoint (docsparse-convert lsg makes one);
-//   "sbm":    requires sbm.safetensors beside the checkpoint.
+//   "sbm":    requires sbm.safetensors beside the checkpoint;
+//   "longformer", "bigbird", "sparse_transformer", "star": the position
+//            patterns, on any encoder (model/attention/*_pattern.h).
+// "knobs" sets the native values of that planner's knobs by name, e.g.
+// {"kind": "longformer", "knobs": {"window": 256, "global_tokens": 1}};
+// names and ranges are checked against the planner when the model loads.
 struct AttentionChoice {
   std::string kind = "native";
+  std::map<std::string, double> knobs;
 };
 
 struct ZeroShotLabel {

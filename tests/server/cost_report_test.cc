@@ -13,7 +13,7 @@ TEST(CostReportTest, CopiesEveryFigureOfTheAccount) {
   account.AddSequence(3, 8);
   for (int layer = 0; layer < 2; ++layer) account.AddAttention(layer, {{25 + 9, 20, 10}, 0, {}});
   v1::CostReport report;
-  FillCostReport(account, AttentionKind::kDense, &report);
+  FillCostReport(account, AttentionKind::kDense, /*sampled=*/false, &report);
   EXPECT_EQ(report.input_tokens(), 8);
   EXPECT_EQ(report.padded_tokens(), 16);
   EXPECT_EQ(report.windows(), 2);

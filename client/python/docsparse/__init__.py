@@ -15,7 +15,8 @@ from ._aio import AsyncClient, AsyncSummaryStream
 from ._client import DEFAULT_TARGET, Client, SummaryStream
 from ._errors import DocsparseError
 from ._results import (AttentionKnobs, ClassifyResult, CostReport, EmbedResult, ExtractedSentence,
-                       LabelScore, LayerCost, MaskMap, ModelInfo, SummarizeResult, Timings)
+                       KnobInfo, LabelScore, LayerCost, MaskMap, ModelInfo, PlannerInfo,
+                       SummarizeResult, Timings)
 from ._types import (AttentionKind, Budget, ClassificationMethod, ExtractiveParams,
                      GenerationParams, HealthStatus, Overflow, Pooling, SummaryKind, Task,
                      TokenIds)
@@ -35,5 +36,5 @@ __all__ = [
     "HealthStatus",
     # results
     "EmbedResult", "ClassifyResult", "LabelScore", "SummarizeResult", "ExtractedSentence",
-    "ModelInfo", "CostReport", "AttentionKnobs", "LayerCost", "MaskMap", "Timings",
+    "ModelInfo", "PlannerInfo", "KnobInfo", "CostReport", "AttentionKnobs", "LayerCost", "MaskMap", "Timings",
 ]

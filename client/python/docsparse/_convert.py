@@ -7,7 +7,8 @@ import os
 from typing import Iterable, Optional, Sequence, Type, TypeVar, Union
 
 from ._results import (AttentionKnobs, ClassifyResult, CostReport, EmbedResult, ExtractedSentence,
-                       LabelScore, LayerCost, MaskMap, ModelInfo, SummarizeResult, Timings)
+                       KnobInfo, LabelScore, LayerCost, MaskMap, ModelInfo, PlannerInfo,
+                       SummarizeResult, Timings)
 from ._types import (AttentionKind, Budget, ClassificationMethod, ExtractiveParams,
                      GenerationParams, Overflow, Pooling, SummaryKind, Task, TokenIds, _ProtoEnum,
                      coerce_enum)
@@ -95,6 +96,8 @@ def budget_to_proto(budget: Optional[Budget]) -> Optional["pb.SparsityBudget"]:
     message.attention = enum_to_proto(AttentionKind, budget.attention, "Budget.attention")
     if budget.seed is not None:
         message.seed = budget.seed
+    if budget.knobs:
+        message.knobs.update({str(name): float(value) for name, value in budget.knobs.items()})
     return message
 
 
@@ -167,7 +170,8 @@ def budget_from_proto(message: "pb.SparsityBudget") -> Budget:
         attention=(None if message.attention == 0
                    else enum_from_proto(AttentionKind, message.attention)),
         seed=message.seed if message.HasField("seed") else None,
-        strict=message.strict)
+        strict=message.strict,
+        knobs=dict(message.knobs) or None)
 
 
 def cost_from_proto(message: "pb.CostReport") -> CostReport:
@@ -183,7 +187,7 @@ def cost_from_proto(message: "pb.CostReport") -> CostReport:
             sparsity_factor=knobs.sparsity_factor, sparsity_type=knobs.sparsity_type,
             num_global_tokens=knobs.num_global_tokens, window=knobs.window,
             random_blocks=knobs.random_blocks, edge_regularization=knobs.edge_regularization,
-            seed=knobs.seed),
+            seed=knobs.seed, values=dict(knobs.values)),
         mean_density=message.mean_density,
         layers=tuple(
             LayerCost(layer=layer.layer, head_density=list(layer.head_density),
@@ -255,7 +259,15 @@ def models_from_proto(message: "pb.ListModelsResponse") -> list:
             default_labels=tuple(m.default_labels),
             default_overflow=enum_from_proto(Overflow, m.default_overflow),
             default_pooling=enum_from_proto(Pooling, m.default_pooling),
-            ready=m.ready)
+            ready=m.ready,
+            planners=tuple(
+                PlannerInfo(
+                    attention=enum_from_proto(AttentionKind, p.attention),
+                    knobs={name: KnobInfo(native=k.native, min=k.min, max=k.max,
+                                          integer=k.integer)
+                           for name, k in p.knobs.items()},
+                    samples=p.samples)
+                for p in m.planners))
         for m in message.models
     ]
 

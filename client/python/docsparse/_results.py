@@ -4,14 +4,15 @@ are tuples. No protobuf type leaks out of the package."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ._types import (AttentionKind, Budget, ClassificationMethod, Overflow, Pooling, SummaryKind,
                      Task)
 
 __all__ = [
     "AttentionKnobs", "LayerCost", "MaskMap", "Timings", "CostReport", "EmbedResult", "LabelScore",
-    "ClassifyResult", "ExtractedSentence", "SummarizeResult", "ModelInfo",
+    "ClassifyResult", "ExtractedSentence", "SummarizeResult", "ModelInfo", "KnobInfo",
+    "PlannerInfo",
 ]
 
 
@@ -28,6 +29,8 @@ class AttentionKnobs:
     random_blocks: int
     edge_regularization: float
     seed: int
+    # Every knob of the planner that ran, by name.
+    values: Dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -186,3 +189,21 @@ class ModelInfo:
     default_overflow: Overflow
     default_pooling: Pooling
     ready: bool
+    # Each planner in available_attention with its knobs (Budget.knobs).
+    planners: Tuple["PlannerInfo", ...]
+
+
+@dataclass(frozen=True)
+class KnobInfo:
+    native: float
+    min: float
+    max: float
+    integer: bool
+
+
+@dataclass(frozen=True)
+class PlannerInfo:
+    attention: AttentionKind
+    knobs: Dict[str, KnobInfo]
+    # Plans are sampled: Budget.seed matters.
+    samples: bool

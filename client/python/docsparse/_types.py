@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Sequence, Type, TypeVar, Union
+from typing import Mapping, Optional, Sequence, Type, TypeVar, Union
 
 __all__ = [
     "AttentionKind", "Overflow", "Pooling", "Task", "SummaryKind", "ClassificationMethod",
@@ -121,6 +121,9 @@ class Budget:
     # Seed for sampled planners (SBM); None: derived from the request id.
     seed: Optional[int] = None
     strict: bool = False
+    # Knob values for the planner that runs, by name (ModelInfo.planners lists
+    # them), e.g. {"window": 256}; a cap then moves the knobs from there.
+    knobs: Optional[Mapping[str, float]] = None
 
     def __post_init__(self) -> None:
         caps = [name for name in ("max_density", "max_attention_gflops", "edge_regularization")

@@ -46,7 +46,8 @@ class SbmAttentionTest : public ::testing::Test {
     const SbmMembershipLogits logits = ComputeSbmMembershipLogits(
         parameters_->layer(in.layer), in.query[b].slice(1, 0, n), in.key[b].slice(1, 0, n));
     SbmLayerPlanner planner(logits, parameters_->block_matrix(in.layer));
-    planner.Decide({options.edge_regularization, options.target_density, kSbmMinEdgesPerQuery},
+    planner.Decide({KnobOr(options.knobs, kSbmEdgeRegularizationKnob, 0),
+                    KnobOr(options.knobs, kSbmTargetDensityKnob, 0), kSbmMinEdgesPerQuery},
                    SbmLayerKey(options.seed, in.layer));
     at::Tensor mask = at::zeros({kHeads, n, n}, at::kBool);
     for (int h = 0; h < kHeads; ++h) {
@@ -69,9 +70,9 @@ TEST_F(SbmAttentionTest, EqualsDenseMaskedAttentionFromTheSameEdges) {
   // Item 0: a 5% budget (some rows end up empty); item 1: explicit β; item
   // 2: one token; items 1 and 2 are padded.
   ItemAttentionOptions sparse, regularized, single;
-  sparse.target_density = 0.05;
+  sparse.knobs[kSbmTargetDensityKnob] = 0.05;
   sparse.seed = 11;
-  regularized.edge_regularization = 1.5;
+  regularized.knobs[kSbmEdgeRegularizationKnob] = 1.5;
   regularized.seed = 12;
   single.seed = 13;
   const AttentionInputs in = MakeInputs(61, {61, 37, 1}, 1, {sparse, regularized, single});
@@ -153,7 +154,7 @@ TEST_F(SbmAttentionTest, CostsOrderAsBudgets) {
   std::vector<ItemAttentionOptions> options(3);
   const double targets[] = {0.01, 0.05, 0.15};
   for (int i = 0; i < 3; ++i) {
-    options[i].target_density = targets[i];
+    options[i].knobs[kSbmTargetDensityKnob] = targets[i];
     options[i].seed = 9;
   }
   AttentionInputs in = MakeInputs(n, {n, n, n}, 0, options);

@@ -116,9 +116,11 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
       {"/pooling", "max", "pooling: unsupported value \"max\" (expected \"mean\" or \"cls\")"},
       {"/normalize", 1, "normalize: expected boolean, got integer"},
       {"/attention", "dense", "attention: expected object, got string"},
-      {"/attention/kind", "bigbird",
-       "attention.kind: unsupported value \"bigbird\" (expected \"native\" or \"dense\" or "
-       "\"lsg\" or \"sbm\")"},
+      {"/attention/kind", "reformer",
+       "attention.kind: unsupported value \"reformer\" (expected \"native\" or \"dense\" or "
+       "\"lsg\" or \"sbm\" or \"longformer\" or \"bigbird\" or \"sparse_transformer\" or "
+       "\"star\")"},
+      {"/attention/knobs", "64", "attention.knobs: expected object, got string"},
       {"/default", "yes", "default: expected boolean, got string"},
       {"/precision", "fp16",
        "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\" or "

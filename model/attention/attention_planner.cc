@@ -1,0 +1,65 @@
+#include "model/attention/attention_planner.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/attention/mask_map.h"
+#include "model/attention/sbm_attention.h"
+
+namespace docsparse {
+
+std::vector<float> AttentionPlanner::MaskMap(const AttentionKnobValues&,
+                                             const std::vector<int64_t>& lengths, int resolution,
+                                             int* cells) const {
+  return DenseWindowsMaskMap(lengths, resolution, cells);
+}
+
+absl::Status AttentionPlanner::ValidateKnobs(const AttentionKnobValues&) const {
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequestKnobs(const AttentionPlanner& planner, const AttentionKnobValues& knobs,
+                               std::string_view field_prefix_view) {
+  const std::string field_prefix(field_prefix_view);
+  const std::map<std::string, KnobRange> ranges = planner.Knobs();
+  for (const auto& [name, value] : knobs) {
+    const auto range = ranges.find(name);
+    if (range == ranges.end()) {
+      std::vector<std::string> names;
+      for (const auto& [known, unused] : ranges) names.push_back(known);
+      return absl::InvalidArgumentError(absl::StrCat(
+          field_prefix, name, ": not a knob of ", std::string(planner.name()), " attention",
+          names.empty() ? " (it has none)" : absl::StrCat(" (", absl::StrJoin(names, ", "), ")")));
+    }
+    const KnobRange& r = range->second;
+    if (!std::isfinite(value) || value < r.min || value > r.max ||
+        (r.integer && value != std::floor(value))) {
+      return absl::InvalidArgumentError(absl::StrCat(field_prefix, name, ": ", value, " must be ",
+                                                     r.integer ? "an integer " : "", "in [", r.min,
+                                                     ", ", r.max, "]"));
+    }
+  }
+  return planner.ValidateKnobs(StartingKnobs(planner, knobs));
+}
+
+AttentionKnobValues StartingKnobs(const AttentionPlanner& planner,
+                                  const AttentionKnobValues& overrides) {
+  AttentionKnobValues knobs;
+  for (const auto& [name, range] : planner.Knobs()) knobs[name] = range.native;
+  for (const auto& [name, value] : overrides) knobs[name] = value;
+  return knobs;
+}
+
+uint64_t SamplingSeedFromRequestId(std::string_view request_id) {
+  // SBM's derivation, which seeds were always made with.
+  return SbmSeedFromRequestId(request_id);
+}
+
+double DensePairs(const std::vector<int64_t>& tokens, int64_t extra) {
+  double pairs = 0;
+  for (int64_t n : tokens) pairs += static_cast<double>(n + extra) * static_cast<double>(n + extra);
+  return pairs;
+}
+
+}  // namespace docsparse

@@ -1,0 +1,154 @@
+#include "model/attention/pattern_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <utility>
+
+#include "kernels/bf16_attention_executor.h"
+#include "kernels/block_sparse_attention.h"
+#include "model/attention/block_sparse_attention_device.h"
+#include "model/attention/context_buffer.h"
+
+namespace docsparse {
+namespace {
+
+const uint16_t* Bf16Bits(const at::Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
+}
+
+BlockSparsePlanView ViewOf(const PatternPlan& plan) {
+  return BlockSparsePlanView{plan.num_query_blocks(), plan.query_block_starts.data(),
+                             plan.span_offsets.data(), plan.spans.data()};
+}
+
+class PatternAttention final : public AttentionMechanism {
+ public:
+  PatternAttention(AttentionKind kind, PatternPlanner planner, AttentionKnobValues native,
+                   int num_threads)
+      : kind_(kind),
+        planner_(std::move(planner)),
+        native_(std::move(native)),
+        num_threads_(num_threads) {}
+
+  AttentionKind kind() const override { return kind_; }
+
+  at::Tensor Forward(const AttentionInputs& in,
+                     std::vector<ItemAttentionCost>* item_costs) const override {
+    const int64_t batch = in.query.size(0);
+    const bool on_device = in.query.is_cuda();
+    const Bf16AttentionExecutor bf16 =
+        in.precision == Precision::kBf16 && !on_device
+            ? ChooseBf16AttentionExecutor(static_cast<int32_t>(in.query.size(3)))
+            : nullptr;
+    at::Tensor out = ContextBuffer(in.query, on_device         ? in.query.scalar_type()
+                                             : bf16 != nullptr ? at::kBFloat16
+                                                               : at::kFloat);
+    item_costs->assign(batch, ItemAttentionCost{});
+    for (int64_t b = 0; b < batch; ++b) {
+      const ItemAttentionOptions options =
+          in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
+      AttentionKnobValues knobs = native_;
+      for (const auto& [name, value] : options.knobs) knobs[name] = value;
+      const int64_t seq = in.query.size(2);
+      const int64_t length = in.lengths[b];
+      TORCH_CHECK(length >= 0 && length <= seq, AttentionKindName(kind_), " attention: length ",
+                  length, " of item ", b, " outside [0, ", seq, "]");
+      const PatternPlan plan =
+          planner_(knobs, static_cast<int32_t>(length), static_cast<int32_t>(in.query.size(1)),
+                   options.seed, in.layer);
+      (*item_costs)[b].head_edges = plan.head_edges;
+      ForwardItem(in, b, plan, bf16, out[b]);
+    }
+    return out;
+  }
+
+ private:
+  void ForwardItem(const AttentionInputs& in, int64_t b, const PatternPlan& plan,
+                   Bf16AttentionExecutor bf16, at::Tensor out) const {
+    const int64_t heads = in.query.size(1);
+    const int64_t seq = in.query.size(2);
+    const int64_t d = in.query.size(3);
+    const int64_t length = plan.length;
+    if (length < seq) out.narrow(1, length, seq - length).zero_();
+    if (length == 0) return;
+    const at::Tensor q = in.query[b];
+    at::Tensor k = in.key[b];
+    at::Tensor v = in.value[b];
+    if (!plan.key_gather.empty()) {
+      // [tokens ; copies]: the keys a pattern reaches by stride, made
+      // contiguous so each row's are one span.
+      const at::Tensor gather =
+          at::tensor(plan.key_gather, at::TensorOptions().dtype(at::kLong)).to(k.device());
+      k = at::cat({k.narrow(1, 0, length), k.index_select(1, gather)}, 1);
+      v = at::cat({v.narrow(1, 0, length), v.index_select(1, gather)}, 1);
+    }
+    const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    const BlockSparsePlanView view = ViewOf(plan);
+    if (q.is_cuda()) {
+      const absl::StatusOr<at::Tensor> context =
+          BlockSparseAttentionOnDevice(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), view, scale);
+      TORCH_CHECK(context.ok(), std::string(context.status().message()));
+      out.narrow(1, 0, length).copy_((*context)[0].narrow(1, 0, length));
+      return;
+    }
+    if (bf16 != nullptr) {
+      const at::Tensor q16 = q.to(at::kBFloat16);
+      const at::Tensor k16 = k.to(at::kBFloat16);
+      const at::Tensor v16 = v.to(at::kBFloat16);
+      Bf16AttentionParams params{Bf16Bits(q16),
+                                 Bf16Bits(k16),
+                                 Bf16Bits(v16),
+                                 nullptr,
+                                 1,
+                                 static_cast<int32_t>(heads),
+                                 static_cast<int32_t>(seq),
+                                 static_cast<int32_t>(k.size(1)),
+                                 static_cast<int32_t>(d),
+                                 scale,
+                                 LayoutOf3d(q16),
+                                 LayoutOf3d(k16),
+                                 LayoutOf3d(v16),
+                                 LayoutOf3d(out)};
+      params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+      bf16(params, view, threads);
+      return;
+    }
+    const at::Tensor q32 = q.to(at::kFloat);
+    const at::Tensor k32 = k.to(at::kFloat);
+    const at::Tensor v32 = v.to(at::kFloat);
+    const AttentionParams params{q32.data_ptr<float>(),
+                                 k32.data_ptr<float>(),
+                                 v32.data_ptr<float>(),
+                                 out.data_ptr<float>(),
+                                 1,
+                                 static_cast<int32_t>(heads),
+                                 static_cast<int32_t>(seq),
+                                 static_cast<int32_t>(k.size(1)),
+                                 static_cast<int32_t>(d),
+                                 scale,
+                                 KernelIsa::kAuto,
+                                 LayoutOf3d(q32),
+                                 LayoutOf3d(k32),
+                                 LayoutOf3d(v32),
+                                 LayoutOf3d(out)};
+    BlockSparseAttentionCpu(params, view, threads);
+  }
+
+  AttentionKind kind_;
+  PatternPlanner planner_;
+  AttentionKnobValues native_;
+  int num_threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionMechanism> MakePatternAttention(AttentionKind kind, PatternPlanner planner,
+                                                         AttentionKnobValues native,
+                                                         int num_threads) {
+  return std::make_unique<PatternAttention>(kind, std::move(planner), std::move(native),
+                                            num_threads);
+}
+
+}  // namespace docsparse

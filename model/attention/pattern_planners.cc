@@ -1,0 +1,272 @@
+// The position patterns as planners (DESIGN.md, "The planner contract"):
+// Longformer, BigBird, Sparse Transformer and Star, each a table of knobs
+// (native values and ranges), the pattern's plan function
+// (model/attention/*_pattern.h), the checks its knobs need together, and
+// the lattice its budgets move on. Priced exactly from the plans they run
+// (BigBird's random blocks at seed 0: which blocks are drawn can change a
+// partial last block's share, not their number).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "model/attention/bigbird_pattern.h"
+#include "model/attention/knob_lattice.h"
+#include "model/attention/longformer_pattern.h"
+#include "model/attention/pattern_attention.h"
+#include "model/attention/pattern_mask_map.h"
+#include "model/attention/planner_registry.h"
+#include "model/attention/sparse_transformer_pattern.h"
+#include "model/attention/star_pattern.h"
+
+namespace docsparse {
+namespace {
+
+int32_t Knob(const AttentionKnobValues& knobs, const char* name) {
+  return static_cast<int32_t>(knobs.at(name));
+}
+
+// What distinguishes one position pattern from another.
+struct PatternDescription {
+  AttentionKind kind;
+  std::map<std::string, KnobRange> knobs;
+  PatternPlanner plan;
+  // Combinations the plan function cannot take; messages name the knobs.
+  std::function<absl::Status(const AttentionKnobValues&)> validate;
+  // Candidate values per knob around a starting point.
+  std::function<KnobLattice(const AttentionKnobValues&)> lattice;
+  bool samples = false;
+  std::string floor;
+};
+
+class PositionPatternPlanner final : public AttentionPlanner {
+ public:
+  PositionPatternPlanner(PatternDescription pattern, const PlannerSource& source)
+      : pattern_(std::move(pattern)), prepended_(source.prepended_tokens()) {
+    for (const auto& [name, value] : source.configured_knobs) {
+      const auto it = pattern_.knobs.find(name);
+      if (it != pattern_.knobs.end()) it->second.native = value;
+    }
+  }
+
+  AttentionKind kind() const override { return pattern_.kind; }
+  std::map<std::string, KnobRange> Knobs() const override { return pattern_.knobs; }
+  bool samples() const override { return pattern_.samples; }
+
+  absl::Status ValidateKnobs(const AttentionKnobValues& knobs) const override {
+    return pattern_.validate(knobs);
+  }
+
+  AttentionPrice Price(const AttentionKnobValues& knobs, const std::vector<int64_t>& tokens,
+                       const EncoderShape& shape) const override {
+    const AttentionKnobValues all = StartingKnobs(*this, knobs);
+    std::map<int64_t, int64_t> edges_by_length;  // windows repeat lengths
+    AttentionPrice price;
+    for (int64_t n : tokens) {
+      const int64_t length = n + prepended_;
+      auto [it, added] = edges_by_length.emplace(length, 0);
+      if (added) {
+        const PatternPlan plan =
+            pattern_.plan(all, static_cast<int32_t>(length), shape.num_heads, 0, 0);
+        for (int64_t e : plan.head_edges) it->second += e;
+      }
+      price.edges += static_cast<double>(it->second);
+    }
+    const double pairs = DensePairs(tokens, prepended_) * shape.num_heads;
+    price.density = pairs > 0 ? price.edges / pairs : 0;
+    price.edges *= shape.num_layers;
+    price.attention_flops = 4.0 * shape.head_dim * price.edges;
+    return price;
+  }
+
+  BudgetFit FitBudget(const AttentionCap& cap, const AttentionKnobValues& start,
+                      const std::vector<int64_t>& tokens,
+                      const EncoderShape& shape) const override {
+    return FitOnLattice(
+        cap, start, pattern_.lattice(start),
+        [&](const AttentionKnobValues& knobs) { return Price(knobs, tokens, shape); },
+        [&](const AttentionKnobValues& knobs) { return pattern_.validate(knobs).ok(); });
+  }
+
+  std::string FloorDescription() const override { return pattern_.floor; }
+
+  std::vector<float> MaskMap(const AttentionKnobValues& knobs, const std::vector<int64_t>& lengths,
+                             int resolution, int* cells) const override {
+    const AttentionKnobValues all = StartingKnobs(*this, knobs);
+    std::vector<PatternPlan> plans;
+    for (int64_t n : lengths) {
+      // One head stands for all but for dilation and head splits; the map
+      // is per layer, so heads are averaged: plan them all.
+      plans.push_back(pattern_.plan(all, static_cast<int32_t>(n), heads_for_maps_, 0, 0));
+    }
+    return PatternMaskMap(plans, resolution, cells);
+  }
+
+  std::unique_ptr<AttentionMechanism> MakeMechanism() const override {
+    return MakePatternAttention(pattern_.kind, pattern_.plan, StartingKnobs(*this, {}));
+  }
+
+  void set_heads_for_maps(int heads) { heads_for_maps_ = heads; }
+
+ private:
+  PatternDescription pattern_;
+  int64_t prepended_;
+  int heads_for_maps_ = 1;
+};
+
+absl::Status KnobError(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+// A knob's halvings down to `min` and the starting value.
+std::vector<double> Down(const AttentionKnobValues& start, const char* name, double min) {
+  std::vector<double> steps = HalvingSteps(start.at(name), min, start.at(name));
+  return steps;
+}
+
+PatternDescription Longformer(int heads) {
+  PatternDescription p;
+  p.kind = AttentionKind::kLongformer;
+  p.knobs = {
+      {"window", {512, 2, 1 << 20}},
+      {"dilation", {1, 1, 1 << 16}},
+      {"dilated_heads", {0, 0, static_cast<double>(heads)}},
+      {"global_tokens", {1, 0, 1 << 16}},
+  };
+  p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
+    return PlanLongformer(
+        LongformerKnobs{Knob(k, "window"), Knob(k, "dilation"),
+                        std::min(Knob(k, "dilated_heads"), heads), Knob(k, "global_tokens")},
+        length, heads);
+  };
+  p.validate = [](const AttentionKnobValues& k) {
+    if (Knob(k, "window") % 2 != 0) {
+      return KnobError(
+          absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
+    }
+    return absl::OkStatus();
+  };
+  p.lattice = [](const AttentionKnobValues& start) {
+    KnobLattice lattice;
+    for (double w : HalvingSteps(start.at("window"), 8, start.at("window"))) {
+      if (static_cast<int64_t>(w) % 2 == 0) lattice["window"].push_back(w);
+    }
+    return lattice;
+  };
+  p.floor = "longformer: the narrowest window on its lattice (8 tokens), global tokens kept";
+  return p;
+}
+
+PatternDescription BigBird() {
+  PatternDescription p;
+  p.kind = AttentionKind::kBigBird;
+  p.knobs = {
+      {"block_size", {64, 1, 1 << 16}},
+      {"window_blocks", {3, 1, 1 << 10}},
+      {"global_blocks", {1, 0, 1 << 10}},
+      {"random_blocks", {3, 0, 1 << 10}},
+  };
+  p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t seed,
+              int32_t layer) {
+    return PlanBigBird(BigBirdKnobs{Knob(k, "block_size"), Knob(k, "window_blocks"),
+                                    Knob(k, "global_blocks"), Knob(k, "random_blocks")},
+                       length, heads, seed, layer);
+  };
+  p.validate = [](const AttentionKnobValues& k) {
+    if (Knob(k, "window_blocks") % 2 != 1) {
+      return KnobError(absl::StrCat("window_blocks: ", Knob(k, "window_blocks"),
+                                    " must be odd (the own block and as many on each side)"));
+    }
+    return absl::OkStatus();
+  };
+  p.lattice = [](const AttentionKnobValues& start) {
+    KnobLattice lattice;
+    lattice["block_size"] = Down(start, "block_size", 16);
+    std::vector<double>& random = lattice["random_blocks"];
+    for (double r = start.at("random_blocks"); r >= 1; r = std::floor(r / 2)) random.push_back(r);
+    random.push_back(0);
+    return lattice;
+  };
+  p.samples = true;
+  p.floor = "bigbird: 16-token blocks, no random blocks, window and global blocks kept";
+  return p;
+}
+
+PatternDescription SparseTransformer(int heads) {
+  PatternDescription p;
+  p.kind = AttentionKind::kSparseTransformer;
+  p.knobs = {
+      {"stride", {128, 1, 1 << 20}},
+      {"summary", {8, 1, 1 << 20}},
+      {"fixed_heads", {static_cast<double>(heads / 2), 0, static_cast<double>(heads)}},
+  };
+  p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
+    return PlanSparseTransformer(SparseTransformerKnobs{Knob(k, "stride"), Knob(k, "summary"),
+                                                        std::min(Knob(k, "fixed_heads"), heads)},
+                                 length, heads);
+  };
+  p.validate = [](const AttentionKnobValues& k) {
+    if (Knob(k, "summary") > Knob(k, "stride")) {
+      return KnobError(
+          absl::StrCat("summary: ", Knob(k, "summary"), " exceeds stride ", Knob(k, "stride")));
+    }
+    return absl::OkStatus();
+  };
+  p.lattice = [](const AttentionKnobValues& start) {
+    // The strided heads' density, (2l + n/l) / n, falls as l moves toward
+    // √(n/2) from either side: the lattice goes both ways.
+    KnobLattice lattice;
+    const double l = start.at("stride");
+    lattice["stride"] = {l};
+    for (double f : {0.5, 0.25, 2.0, 4.0}) {
+      if (l * f >= 1) lattice["stride"].push_back(std::floor(l * f));
+    }
+    lattice["summary"] = Down(start, "summary", 1);
+    return lattice;
+  };
+  p.floor = "sparse_transformer: the stride and summary on its lattice with the fewest pairs";
+  return p;
+}
+
+PatternDescription Star() {
+  PatternDescription p;
+  p.kind = AttentionKind::kStar;
+  p.knobs = {
+      {"radius", {1, 1, 1 << 20}},
+      {"relay_tokens", {1, 0, 1 << 16}},
+  };
+  p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
+    return PlanStar(StarKnobs{Knob(k, "radius"), Knob(k, "relay_tokens")}, length, heads);
+  };
+  p.validate = [](const AttentionKnobValues&) { return absl::OkStatus(); };
+  p.lattice = [](const AttentionKnobValues& start) {
+    return KnobLattice{{"radius", Down(start, "radius", 1)}};
+  };
+  p.floor = "star: radius 1 (a band of 3) and the relay tokens";
+  return p;
+}
+
+std::unique_ptr<AttentionPlanner> Make(PatternDescription pattern, const PlannerSource& source) {
+  auto planner = std::make_unique<PositionPatternPlanner>(std::move(pattern), source);
+  planner->set_heads_for_maps(source.shape.num_heads > 0 ? source.shape.num_heads : 1);
+  return planner;
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionPlanner> MakeLongformerPlanner(const PlannerSource& source) {
+  return Make(Longformer(source.shape.num_heads), source);
+}
+
+std::unique_ptr<AttentionPlanner> MakeBigBirdPlanner(const PlannerSource& source) {
+  return Make(BigBird(), source);
+}
+
+std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSource& source) {
+  return Make(SparseTransformer(source.shape.num_heads), source);
+}
+
+std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source) {
+  return Make(Star(), source);
+}
+
+}  // namespace docsparse

@@ -1,0 +1,81 @@
+// The planners by name (DESIGN.md, "The planner contract"), and the set a
+// model serves: its native planner plus every other one it has what it needs
+// for (dense and the position patterns always; LSG with an LSG config; SBM
+// with sbm.safetensors in the folder). Adding a pattern: its planner file,
+// one line in the table in planner_registry.cc, its tests.
+#ifndef DOCSPARSE_MODEL_ATTENTION_PLANNER_REGISTRY_H_
+#define DOCSPARSE_MODEL_ATTENTION_PLANNER_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/attention/attention_planner.h"
+#include "model/checkpoint/lsg_config.h"
+
+namespace docsparse {
+
+// What a planner may be made from.
+struct PlannerSource {
+  std::string model_dir;  // SBM reads sbm.safetensors there
+  EncoderShape shape;
+  // An LSG checkpoint's config: its encoder prepends num_global_tokens to
+  // every sequence, which every planner then sees.
+  std::optional<LsgConfig> lsg;
+  // docsparse.json's attention.knobs: native values of the native planner's
+  // knobs, in place of its defaults.
+  AttentionKnobValues configured_knobs;
+
+  int64_t prepended_tokens() const { return lsg.has_value() ? lsg->num_global_tokens : 0; }
+};
+
+// Each planner's factory (its own file).
+std::unique_ptr<AttentionPlanner> MakeDensePlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeLsgPlanner(const PlannerSource& source);
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeSbmPlanner(const PlannerSource& source);
+bool HasSbmParameters(const PlannerSource& source);
+// The position patterns (model/attention/pattern_planners.cc).
+std::unique_ptr<AttentionPlanner> MakeLongformerPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeBigBirdPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source);
+
+// The planner `kind` for `source`: FAILED_PRECONDITION when the model lacks
+// what it needs, INVALID_ARGUMENT for a configured knob it does not have.
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeAttentionPlanner(AttentionKind kind,
+                                                                       const PlannerSource& source);
+
+// The kinds `source` has what it needs for, in enum order.
+std::vector<AttentionKind> AvailablePlannerKinds(const PlannerSource& source);
+
+// One model's planners: the native one and the alternatives a request may
+// ask for (SparsityBudget.attention).
+class ModelPlanners {
+ public:
+  // `native` and every kind in AvailablePlannerKinds(source); the configured
+  // knobs go to the native planner only. `alternatives` false: the native
+  // planner and dense only.
+  static absl::StatusOr<std::unique_ptr<ModelPlanners>> Make(AttentionKind native,
+                                                             const PlannerSource& source,
+                                                             bool alternatives = true);
+
+  const AttentionPlanner& native() const { return *planners_.at(native_); }
+  // Null when the model does not serve `kind`.
+  const AttentionPlanner* Find(AttentionKind kind) const;
+  // Native first, then the others in enum order.
+  std::vector<AttentionKind> kinds() const;
+  // A mechanism running each item with its options' kind (native when
+  // unset): model/attention/attention_switch.h over every planner's.
+  std::unique_ptr<AttentionMechanism> MakeMechanism() const;
+
+ private:
+  AttentionKind native_ = AttentionKind::kDense;
+  std::map<AttentionKind, std::unique_ptr<AttentionPlanner>> planners_;
+};
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_PLANNER_REGISTRY_H_

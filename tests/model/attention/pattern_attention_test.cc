@@ -1,0 +1,198 @@
+// The position patterns end to end through the planner contract: each
+// planner made by name, its mechanism run on a padded batch with a request's
+// knobs and seeds, against masked softmax attention in double over the
+// pattern's own plan (whose masks pattern tests hold to the papers'
+// definitions), in fp32 and in bf16; the edges it reports, and its price,
+// equal to that mask's.
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "kernels/bf16_attention_executor.h"
+#include "model/attention/bigbird_pattern.h"
+#include "model/attention/longformer_pattern.h"
+#include "model/attention/planner_registry.h"
+#include "model/attention/sparse_transformer_pattern.h"
+#include "model/attention/star_pattern.h"
+#include "tests/model/attention/pattern_mask.h"
+
+namespace docsparse {
+namespace {
+
+using testing::ExpandPatternPlan;
+using testing::PatternMask;
+
+constexpr int kHeads = 3;
+constexpr int kHeadDim = 16;
+const EncoderShape kShape{4, kHeads, kHeadDim, kHeads* kHeadDim, 4 * kHeads* kHeadDim};
+
+struct PatternCase {
+  AttentionKind kind;
+  AttentionKnobValues knobs;
+  // The pattern's plan for these knobs, straight from its plan function.
+  std::function<PatternPlan(int32_t length, uint64_t seed, int32_t layer)> plan;
+};
+
+std::vector<PatternCase> Cases() {
+  return {
+      {AttentionKind::kLongformer,
+       {{"window", 8}, {"dilation", 3}, {"dilated_heads", 1}, {"global_tokens", 2}},
+       [](int32_t n, uint64_t, int32_t) {
+         return PlanLongformer({8, 3, 1, 2}, n, kHeads);
+       }},
+      {AttentionKind::kBigBird,
+       {{"block_size", 5}, {"window_blocks", 3}, {"global_blocks", 1}, {"random_blocks", 2}},
+       [](int32_t n, uint64_t seed, int32_t layer) {
+         return PlanBigBird({5, 3, 1, 2}, n, kHeads, seed, layer);
+       }},
+      {AttentionKind::kSparseTransformer,
+       {{"stride", 6}, {"summary", 2}, {"fixed_heads", 1}},
+       [](int32_t n, uint64_t, int32_t) {
+         return PlanSparseTransformer({6, 2, 1}, n, kHeads);
+       }},
+      {AttentionKind::kStar,
+       {{"radius", 2}, {"relay_tokens", 1}},
+       [](int32_t n, uint64_t, int32_t) {
+         return PlanStar({2, 1}, n, kHeads);
+       }},
+  };
+}
+
+// softmax(q·kᵀ/√d)·v over each query's allowed keys, in double.
+at::Tensor MaskedReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const PatternMask& mask) {
+  const int64_t n = mask.length;
+  at::Tensor allowed =
+      at::from_blob(const_cast<uint8_t*>(mask.allowed.data()), {mask.heads, n, n}, at::kByte)
+          .to(at::kBool);
+  const at::Tensor qd = q.to(at::kDouble).slice(1, 0, n);
+  const at::Tensor kd = k.to(at::kDouble).slice(1, 0, n);
+  const at::Tensor vd = v.to(at::kDouble).slice(1, 0, n);
+  at::Tensor scores = at::matmul(qd, kd.transpose(-1, -2)) / std::sqrt(1.0 * kHeadDim);
+  scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
+  return at::matmul(at::softmax(scores, -1), vd);
+}
+
+class PatternAttentionTest : public ::testing::TestWithParam<Precision> {
+ protected:
+  c10::InferenceMode inference_mode_;
+};
+
+TEST_P(PatternAttentionTest, PaddedBatchMatchesMaskedAttentionOverThePatternsPlan) {
+  const Precision precision = GetParam();
+  if (precision == Precision::kBf16 && ChooseBf16AttentionExecutor(kHeadDim) == nullptr) {
+    GTEST_SKIP() << "no AMX or AVX512-BF16 on this CPU: bf16 runs the fp32 path";
+  }
+  const std::vector<int64_t> lengths = {37, 61, 1, 50};
+  const int64_t seq = 61;
+  const int32_t layer = 2;
+  PlannerSource source;
+  source.shape = kShape;
+  for (const PatternCase& c : Cases()) {
+    SCOPED_TRACE(std::string(AttentionKindName(c.kind)));
+    absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner =
+        MakeAttentionPlanner(c.kind, source);
+    ASSERT_TRUE(planner.ok()) << planner.status();
+    ASSERT_TRUE(CheckRequestKnobs(**planner, c.knobs, "budget.knobs.").ok());
+    const std::unique_ptr<AttentionMechanism> mechanism = (*planner)->MakeMechanism();
+    EXPECT_EQ(mechanism->kind(), c.kind);
+
+    at::manual_seed(7);
+    const at::ScalarType type = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
+    AttentionInputs in;
+    in.query = at::randn({4, kHeads, seq, kHeadDim}).to(type);
+    in.key = at::randn({4, kHeads, seq, kHeadDim}).to(type);
+    in.value = at::randn({4, kHeads, seq, kHeadDim}).to(type);
+    in.lengths = lengths;
+    in.layer = layer;
+    in.precision = precision;
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      ItemAttentionOptions options;
+      options.knobs = c.knobs;
+      options.seed = 100 + b;
+      in.item_options.push_back(options);
+    }
+    std::vector<ItemAttentionCost> costs;
+    const at::Tensor got = mechanism->Forward(in, &costs).to(at::kDouble);
+    ASSERT_EQ(costs.size(), lengths.size());
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      const int32_t n = static_cast<int32_t>(lengths[b]);
+      const PatternMask mask = ExpandPatternPlan(c.plan(n, 100 + b, layer));
+      ASSERT_TRUE(mask.faults.empty()) << mask.faults.front();
+      const at::Tensor want = MaskedReference(in.query[b], in.key[b], in.value[b], mask);
+      const double error = (got[b].slice(1, 0, n) - want).abs().max().item<double>();
+      EXPECT_LE(error, precision == Precision::kBf16 ? 3e-2 : 1e-5) << "item " << b;
+      if (n < seq) {
+        EXPECT_EQ(got[b].slice(1, n).abs().max().item<double>(), 0) << "padding rows of " << b;
+      }
+      EXPECT_EQ(costs[b].head_edges, mask.edges) << "item " << b;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, PatternAttentionTest,
+                         ::testing::Values(Precision::kFp32, Precision::kBf16),
+                         [](const auto& info) { return std::string(PrecisionName(info.param)); });
+
+TEST(PatternPlannerTest, PriceIsTheEdgesOfThePlanItRuns) {
+  PlannerSource source;
+  source.shape = kShape;
+  for (const PatternCase& c : Cases()) {
+    SCOPED_TRACE(std::string(AttentionKindName(c.kind)));
+    const std::unique_ptr<AttentionPlanner> planner = *MakeAttentionPlanner(c.kind, source);
+    for (int32_t n : {1, 40, 333}) {
+      const PatternMask mask = ExpandPatternPlan(c.plan(n, 0, 0));
+      int64_t edges = 0;
+      for (int64_t e : mask.edges) edges += e;
+      const AttentionPrice price = planner->Price(c.knobs, {n}, kShape);
+      EXPECT_DOUBLE_EQ(price.density, static_cast<double>(edges) / (1.0 * n * n * kHeads)) << n;
+      EXPECT_DOUBLE_EQ(price.attention_flops, 4.0 * kHeadDim * edges * kShape.num_layers) << n;
+    }
+  }
+}
+
+TEST(PatternPlannerTest, BudgetsMoveTheKnobsAlongTheLatticeAndReportTheFloor) {
+  PlannerSource source;
+  source.shape = EncoderShape{6, 12, 32, 384, 1536};
+  for (AttentionKind kind : {AttentionKind::kLongformer, AttentionKind::kBigBird,
+                             AttentionKind::kSparseTransformer, AttentionKind::kStar}) {
+    SCOPED_TRACE(std::string(AttentionKindName(kind)));
+    const std::unique_ptr<AttentionPlanner> planner = *MakeAttentionPlanner(kind, source);
+    const std::vector<int64_t> tokens = {4096};
+    const AttentionKnobValues start = StartingKnobs(*planner, {});
+    const AttentionPrice native = planner->Price(start, tokens, source.shape);
+    AttentionCap half;
+    half.max_density = native.density / 2;
+    const BudgetFit fit = planner->FitBudget(half, start, tokens, source.shape);
+    if (fit.fits) {
+      EXPECT_LE(fit.price.density, native.density / 2);
+      EXPECT_NE(fit.knobs, start);
+    } else {
+      // The floor is the cheapest point of the lattice, over the cap.
+      EXPECT_GT(fit.price.density, native.density / 2);
+      EXPECT_LE(fit.price.density, native.density);
+      EXPECT_FALSE(planner->FloorDescription().empty());
+    }
+    EXPECT_TRUE(planner->ValidateKnobs(fit.knobs).ok());
+  }
+}
+
+TEST(PatternPlannerTest, KnobsThePatternCannotTakeAreRefusedByName) {
+  PlannerSource source;
+  source.shape = kShape;
+  const auto longformer = *MakeAttentionPlanner(AttentionKind::kLongformer, source);
+  const absl::Status odd = CheckRequestKnobs(*longformer, {{"window", 7}}, "budget.knobs.");
+  EXPECT_NE(odd.message().find("window: 7 must be even"), std::string::npos) << odd;
+  const absl::Status heads =
+      CheckRequestKnobs(*longformer, {{"dilated_heads", kHeads + 1}}, "budget.knobs.");
+  EXPECT_NE(heads.message().find("budget.knobs.dilated_heads"), std::string::npos) << heads;
+  const auto bigbird = *MakeAttentionPlanner(AttentionKind::kBigBird, source);
+  EXPECT_FALSE(CheckRequestKnobs(*bigbird, {{"window_blocks", 2}}, "budget.knobs.").ok());
+  const auto strided = *MakeAttentionPlanner(AttentionKind::kSparseTransformer, source);
+  EXPECT_FALSE(CheckRequestKnobs(*strided, {{"stride", 4}, {"summary", 5}}, "budget.knobs.").ok());
+}
+
+}  // namespace
+}  // namespace docsparse
