@@ -49,6 +49,25 @@ void SoftmaxUpdatePortable(Scratch& s, int32_t rows, int32_t tile_keys, int32_t 
 
 }  // namespace
 
+void MaskSlidingScores(float* scores, int64_t stride, int32_t rows, int32_t first,
+                       int32_t tile_begin, int32_t tile_keys, KeySpan span, KeySlide slide) {
+  for (int32_t r = 0; r < rows; ++r) {
+    int32_t lo = 0, hi = 0;
+    SlidingRowKeys(span, slide, first + r, &lo, &hi);
+    // This row's keys within the tile: [lo, hi) ∩ [tile_begin, tile_begin + tile_keys).
+    const int32_t keep_begin = std::clamp(lo - tile_begin, 0, tile_keys);
+    const int32_t keep_end = std::clamp(hi - tile_begin, keep_begin, tile_keys);
+    float* row = scores + r * stride;
+    std::fill(row, row + keep_begin, kMaskedScore);
+    std::fill(row + keep_end, row + tile_keys, kMaskedScore);
+  }
+}
+
+void Fp32Tile::MaskScores(int32_t tile_keys) const {
+  MaskSlidingScores(scores, stride, rows, first_query, tile_begin, tile_keys, mask_span,
+                    mask_slide);
+}
+
 void Fp32Tile::TransposeKeys(const float* keys, int64_t key_stride, int32_t tile_keys) const {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
   // Key by key: each key's row is read once, in order (the projection's
@@ -67,7 +86,8 @@ void Fp32Tile::TransposeKeys(const float* keys, int64_t key_stride, int32_t tile
 namespace {
 
 void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_stride,
-                  const float* values, int64_t value_stride, int32_t tile_keys, int32_t head_dim) {
+                  const float* values, int64_t value_stride, int32_t tile_keys, int32_t head_dim,
+                  const Fp32Tile& mask) {
   for (int32_t r = 0; r < rows; ++r) {
     const float* q = s.q.data() + static_cast<int64_t>(r) * head_dim;
     float* row = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
@@ -77,6 +97,10 @@ void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_strid
       for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
       row[j] = dot;
     }
+  }
+  if (mask.mask_slide.width != 0) {
+    MaskSlidingScores(s.scores.data(), kKeyTile, rows, mask.first_query, mask.tile_begin, tile_keys,
+                      mask.mask_span, mask.mask_slide);
   }
   SoftmaxUpdatePortable(s, rows, tile_keys, head_dim);
   for (int32_t r = 0; r < rows; ++r) {
@@ -102,7 +126,8 @@ TilePath ChooseTilePath(const AttentionParams& p) {
 
 // One (item, head, query block): queries [first, last) against its spans.
 void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, int32_t first,
-                 int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
+                 int32_t last, const KeySpan* spans, const KeySlide* slides, int32_t num_spans,
+                 Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
   const bool simd = path != TilePath::kPortable;
@@ -129,14 +154,22 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
   const float* values = p.v + v_layout.Start(batch_head, p.heads);
 
   for (int32_t span = 0; span < num_spans; ++span) {
-    const int32_t end = spans[span].begin + spans[span].length;
-    for (int32_t tile = spans[span].begin; tile < end; tile += kKeyTile) {
+    const KeySlide slide = slides != nullptr ? slides[span] : KeySlide{0, 0};
+    // A sliding span: the keys any row of the block reaches, each row's
+    // others masked tile by tile.
+    int32_t begin = 0, end = 0;
+    SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
+    for (int32_t tile = begin; tile < end; tile += kKeyTile) {
       const int32_t tile_keys = std::min(kKeyTile, end - tile);
       const float* tile_k = keys + tile * k_layout.row_stride;
       const float* tile_v = values + tile * v_layout.row_stride;
-      const Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
-                          s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
-                          kKeyTile};
+      Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
+                    s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
+                    kKeyTile};
+      view.mask_span = spans[span];
+      view.mask_slide = slide;
+      view.first_query = first;
+      view.tile_begin = tile;
       if (simd) view.TransposeKeys(tile_k, k_layout.row_stride, tile_keys);
       if (path == TilePath::kAvx512) {
         view.RunAvx512(tile_v, v_layout.row_stride, tile_keys);
@@ -144,7 +177,7 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
         view.RunAvx2(tile_v, v_layout.row_stride, tile_keys);
       } else {
         TilePortable(s, rows, tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys,
-                     d);
+                     d, view);
       }
     }
   }
@@ -164,8 +197,9 @@ void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView
   const TilePath path = ChooseTilePath(p);
   ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p, path]() {
     return [&p, path, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
-                                           const KeySpan* spans, int32_t num_spans) mutable {
-      AttendBlock(p, path, batch_head, first, last, spans, num_spans, scratch);
+                                           const KeySpan* spans, const KeySlide* slides,
+                                           int32_t num_spans) mutable {
+      AttendBlock(p, path, batch_head, first, last, spans, slides, num_spans, scratch);
     };
   });
 }

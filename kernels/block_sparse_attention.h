@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/block_sparse_plan.h"
 #include "kernels/parallel_workers.h"
@@ -42,28 +43,56 @@ struct AttentionParams {
 // `num_threads` workers on the caller's OpenMP team, which take them from a
 // shared counter. Each worker calls `make_worker()` once for its per-thread
 // state (scratch, tile configuration), then calls the result as
-// attend(batch_head, first_query, end_query, spans, num_spans) for every
-// non-empty block it takes. The executors below differ only in `attend`.
-template <typename MakeWorker>
+// attend(batch_head, first_query, end_query, spans, slides, num_spans) for
+// every non-empty block it takes (`slides` null when none of the plan's
+// spans slide). An executor that does not take sliding spans passes
+// `kTakesSlides` false: a block with sliding spans then reaches it one query
+// at a time, each span made fixed. The executors differ only in `attend`.
+template <bool kTakesSlides = true, typename MakeWorker>
 void ForEachQueryBlock(const BlockSparsePlanView& plan, int64_t batch_heads, int num_threads,
                        MakeWorker make_worker) {
   const int64_t work_items = batch_heads * plan.num_query_blocks;
   std::atomic<int64_t> next{0};
   const auto run = [&]() {
     auto attend = make_worker();
+    std::vector<KeySpan> row_spans;
     for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
       const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
       const int32_t first = plan.query_block_starts[block];
       const int32_t last = plan.query_block_starts[block + 1];
       if (last <= first) continue;
       const int32_t begin = plan.span_offsets[item];
-      attend(item / plan.num_query_blocks, first, last, plan.spans + begin,
-             plan.span_offsets[item + 1] - begin);
+      const int32_t count = plan.span_offsets[item + 1] - begin;
+      const KeySlide* slides = plan.slides != nullptr ? plan.slides + begin : nullptr;
+      const int64_t batch_head = item / plan.num_query_blocks;
+      if (kTakesSlides || slides == nullptr) {
+        attend(batch_head, first, last, plan.spans + begin, slides, count);
+        continue;
+      }
+      for (int32_t q = first; q < last; ++q) {
+        row_spans.clear();
+        for (int32_t s = 0; s < count; ++s) {
+          int32_t lo = 0, hi = 0;
+          SlidingRowKeys(plan.spans[begin + s], slides[s], q, &lo, &hi);
+          if (hi > lo) row_spans.push_back(KeySpan{lo, hi - lo});
+        }
+        attend(batch_head, q, q + 1, row_spans.data(), static_cast<const KeySlide*>(nullptr),
+               static_cast<int32_t>(row_spans.size()));
+      }
     }
   };
   RunParallelWorkers(
       static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items))), run);
 }
+
+// Sets the scores of keys [tile_begin, tile_begin + tile_keys) that query
+// first + r does not reach through `span`/`slide` to kMaskedScore, for rows
+// r in [0, rows); `scores` rows lie `stride` floats apart. With a finite
+// mask, a tile no key of which a row reaches only adds weights that the
+// row's first real key rescales to zero (the plan guarantees one).
+inline constexpr float kMaskedScore = -1e30f;
+void MaskSlidingScores(float* scores, int64_t stride, int32_t rows, int32_t first,
+                       int32_t tile_begin, int32_t tile_keys, KeySpan span, KeySlide slide);
 
 // Computes softmax(q·kᵀ·scale) v over each query's spans. A query whose row
 // has no span gets zeros. Splits (item, head, query block) work across

@@ -346,8 +346,9 @@ class AmxWorker {
   AmxWorker(const AmxWorker&) = delete;
   AmxWorker& operator=(const AmxWorker&) = delete;
 
+  // Sliding spans reach it row by row (ForEachQueryBlock<false>).
   void operator()(int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
-                  int32_t num_spans) {
+                  const KeySlide*, int32_t num_spans) {
     AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
   }
 
@@ -368,8 +369,10 @@ bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
 
 void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
-  ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads,
-                    [&p]() { return AmxWorker(p); });
+  // AMX packs keys from every span into shared tiles: sliding spans come
+  // one query at a time instead (correct; a masked path is still owed).
+  ForEachQueryBlock</*kTakesSlides=*/false>(plan, static_cast<int64_t>(p.batch) * p.heads,
+                                            num_threads, [&p]() { return AmxWorker(p); });
 }
 
 }  // namespace docsparse

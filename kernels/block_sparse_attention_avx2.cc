@@ -144,6 +144,7 @@ DOCSPARSE_AVX2 void Fp32Tile::RunAvx2(const float* values, int64_t value_stride,
                                       int32_t tile_keys) const {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
   Scores(*this, padded_keys);
+  if (mask_slide.width != 0) MaskScores(tile_keys);
   SoftmaxUpdate(*this, tile_keys, padded_keys);
   Accumulate(*this, values, value_stride, tile_keys);
 }

@@ -229,7 +229,7 @@ DOCSPARSE_AVX512_BF16 void Accumulate(Scratch& s, int32_t rows, int32_t d, int32
 
 // One (item, head, query block): queries [first, last) against its spans.
 void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first, int32_t last,
-                 const KeySpan* spans, int32_t num_spans, Scratch& s) {
+                 const KeySpan* spans, const KeySlide* slides, int32_t num_spans, Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
   const int32_t pairs = d / 2;
@@ -256,13 +256,21 @@ void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first
   const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
 
   for (int32_t span = 0; span < num_spans; ++span) {
-    const int32_t end = spans[span].begin + spans[span].length;
-    for (int32_t tile = spans[span].begin; tile < end; tile += kKeyTile) {
+    const KeySlide slide = slides != nullptr ? slides[span] : KeySlide{0, 0};
+    // A sliding span: the keys any row of the block reaches, each row's
+    // others masked tile by tile.
+    int32_t begin = 0, end = 0;
+    SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
+    for (int32_t tile = begin; tile < end; tile += kKeyTile) {
       const int32_t tile_keys = std::min(kKeyTile, end - tile);
       const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
       PackTile(keys + tile * k_layout.row_stride, k_layout.row_stride,
                values + tile * v_layout.row_stride, v_layout.row_stride, tile_keys, d, s);
       Scores(s, padded_rows, d, padded_keys, p.scale);
+      if (slide.width != 0) {
+        MaskSlidingScores(s.scores.data(), kKeyTile, rows, first, tile, tile_keys, spans[span],
+                          slide);
+      }
       SoftmaxUpdate(s, padded_rows, d, tile_keys, padded_keys);
       Accumulate(s, padded_rows, d, tile_keys);
     }
@@ -294,8 +302,9 @@ void BlockSparseAttentionAvx512Bf16(const Bf16AttentionParams& p, const BlockSpa
                                     int num_threads) {
   ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p]() {
     return [&p, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
-                                     const KeySpan* spans, int32_t num_spans) mutable {
-      AttendBlock(p, batch_head, first, last, spans, num_spans, scratch);
+                                     const KeySpan* spans, const KeySlide* slides,
+                                     int32_t num_spans) mutable {
+      AttendBlock(p, batch_head, first, last, spans, slides, num_spans, scratch);
     };
   });
 }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/block_sparse_plan.h"
+
 namespace docsparse {
 
 // Views of one thread's scratch buffers for one query block.
@@ -21,6 +23,15 @@ struct Fp32Tile {
   int32_t rows;      // multiple of 4
   int32_t head_dim;  // multiple of 8 (AVX2) or 16 (AVX-512)
   int32_t stride;    // >= tile_keys rounded up to 16, a multiple of 16
+  // A sliding span's mask over the tile (MaskSlidingScores), applied
+  // between the scores and the softmax; slide.width 0: none.
+  KeySpan mask_span = {0, 0};
+  KeySlide mask_slide = {0, 0};
+  int32_t first_query = 0;  // the query of row 0
+  int32_t tile_begin = 0;   // the key of column 0
+
+  // Applies the mask above to the tile's scores.
+  void MaskScores(int32_t tile_keys) const;
 
   // Writes keys [tile_keys, head_dim] (rows `key_stride` floats apart) into
   // keys_t transposed, so the score loops read 16 keys per load; the spare

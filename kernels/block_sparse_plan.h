@@ -15,6 +15,40 @@ struct KeySpan {
   int32_t length;
 };
 
+// A sliding span, a band that moves with the query (Longformer's window):
+// query q attends keys [max(begin, q + offset), min(begin + length, q +
+// offset + width)) of its span {begin, length}, which then only clips. A
+// width of 0 means the span does not slide: every query of the block attends
+// all of it.
+struct KeySlide {
+  int32_t offset;
+  int32_t width;
+};
+
+// Query q's keys through `span` and `slide`: [*begin, *end), possibly empty.
+inline void SlidingRowKeys(KeySpan span, KeySlide slide, int32_t q, int32_t* begin, int32_t* end) {
+  const int32_t span_end = span.begin + span.length;
+  if (slide.width == 0) {
+    *begin = span.begin;
+    *end = span_end;
+    return;
+  }
+  const int64_t lo = int64_t{q} + slide.offset;
+  const int64_t hi = lo + slide.width;
+  *begin = static_cast<int32_t>(lo > span.begin ? (lo < span_end ? lo : span_end) : span.begin);
+  *end = static_cast<int32_t>(hi < span_end ? (hi > *begin ? hi : *begin) : span_end);
+}
+
+// The keys queries [first, last) reach through `span` and `slide` together:
+// [*begin, *end), possibly empty.
+inline void SlidingBlockKeys(KeySpan span, KeySlide slide, int32_t first, int32_t last,
+                             int32_t* begin, int32_t* end) {
+  int32_t unused = 0;
+  SlidingRowKeys(span, slide, first, begin, &unused);
+  SlidingRowKeys(span, slide, last - 1, &unused, end);
+  if (*end < *begin) *end = *begin;
+}
+
 // Query blocks (shared by every item and head) and, per (item, head, query
 // block), the spans its queries attend to, in CSR form. Spans of one row
 // must not overlap (a plan never computes a query-key pair twice).
@@ -28,6 +62,11 @@ struct BlockSparsePlanView {
   // [span_offsets[row], span_offsets[row + 1]); [batch*heads*blocks + 1].
   const int32_t* span_offsets;
   const KeySpan* spans;
+  // Per span, how it slides; null: no span slides. The CPU executors take
+  // sliding spans (AMX row by row); the CUDA ones do not yet (callers
+  // expand such plans to one query per block first). Every query must keep
+  // at least one key over its block's spans.
+  const KeySlide* slides = nullptr;
 };
 
 // Where the rows of a [batch, heads, len, head_dim] operand lie: element

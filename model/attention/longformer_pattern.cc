@@ -6,6 +6,12 @@
 #include <vector>
 
 namespace docsparse {
+namespace {
+
+// Rows per query block of the sliding (undilated) plan.
+constexpr int32_t kLongformerBlock = 64;
+
+}  // namespace
 
 PatternPlan PlanLongformer(const LongformerKnobs& knobs, int32_t length, int32_t heads) {
   assert(knobs.window >= 2 && knobs.window % 2 == 0);
@@ -23,12 +29,35 @@ PatternPlan PlanLongformer(const LongformerKnobs& knobs, int32_t length, int32_t
 
   std::vector<int32_t> query_block_starts{0};
   if (global > 0) query_block_starts.push_back(global);
+  if (!dilates) {
+    // Without dilation every head's window is a sliding span: blocks of
+    // rows share one, and the executors mask each row's band (tile work, not
+    // one query per block).
+    for (int64_t start = int64_t{global} + kLongformerBlock; start < length;
+         start += kLongformerBlock) {
+      query_block_starts.push_back(static_cast<int32_t>(start));
+    }
+    if (query_block_starts.back() != length) query_block_starts.push_back(length);
+    PatternPlanBuilder builder(length, heads, std::move(query_block_starts), {});
+    for (int32_t head = 0; head < heads; ++head) {
+      if (global > 0) {
+        builder.AddSpan(0, length);
+        builder.EndBlock();
+      }
+      for (int32_t block = global > 0 ? 1 : 0; block < builder.num_query_blocks(); ++block) {
+        builder.AddSpan(0, global);
+        builder.AddSlidingSpan(global, length, static_cast<int32_t>(-half_window),
+                               static_cast<int32_t>(2 * half_window + 1));
+        builder.EndBlock();
+      }
+    }
+    return builder.Finish();
+  }
   for (int32_t row = global + 1; row <= length; ++row) query_block_starts.push_back(row);
-  PatternPlanBuilder builder(length, heads, std::move(query_block_starts),
-                             dilates ? dilated_keys.Tokens() : std::vector<int32_t>{});
+  PatternPlanBuilder builder(length, heads, std::move(query_block_starts), dilated_keys.Tokens());
 
   for (int32_t head = 0; head < heads; ++head) {
-    const bool dilated = dilates && head >= heads - knobs.dilated_heads;
+    const bool dilated = head >= heads - knobs.dilated_heads;
     if (global > 0) {
       builder.AddSpan(0, length);
       builder.EndBlock();

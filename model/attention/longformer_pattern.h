@@ -24,9 +24,11 @@ struct LongformerKnobs {
 // ranges above (checked by assert; the caller validates them).
 //
 // Query blocks: [0, min(g, length)) for the global rows (left out when
-// empty), whose one span is every token; then one block per remaining row,
-// since the window moves with the row. Such a row has at most two spans: the
-// global tokens [0, g) and its window.
+// empty), whose one span is every token. Without dilation, then blocks of
+// 64 rows, each with the global tokens [0, g) and the window as one sliding
+// span over [g, length) (offset −w/2, width w + 1), which the executors mask
+// per row. With a dilated head (blocks are shared by all heads), one block
+// per remaining row instead: at most two spans, [0, g) and its window.
 //
 // key_gather: when some head is dilated with d > 1, the tokens [g, length)
 // grouped by residue mod d (residue 0 first, ascending within a class), so

@@ -19,7 +19,8 @@ const uint16_t* Bf16Bits(const at::Tensor& tensor) {
 
 BlockSparsePlanView ViewOf(const PatternPlan& plan) {
   return BlockSparsePlanView{plan.num_query_blocks(), plan.query_block_starts.data(),
-                             plan.span_offsets.data(), plan.spans.data()};
+                             plan.span_offsets.data(), plan.spans.data(),
+                             plan.slides.empty() ? nullptr : plan.slides.data()};
 }
 
 class PatternAttention final : public AttentionMechanism {
@@ -87,8 +88,10 @@ class PatternAttention final : public AttentionMechanism {
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     const BlockSparsePlanView view = ViewOf(plan);
     if (q.is_cuda()) {
-      const absl::StatusOr<at::Tensor> context =
-          BlockSparseAttentionOnDevice(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), view, scale);
+      // The CUDA executors take no sliding spans yet: one query per block.
+      const PatternPlan fixed = ExpandSlides(plan);
+      const absl::StatusOr<at::Tensor> context = BlockSparseAttentionOnDevice(
+          q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), ViewOf(fixed), scale);
       TORCH_CHECK(context.ok(), std::string(context.status().message()));
       out.narrow(1, 0, length).copy_((*context)[0].narrow(1, 0, length));
       return;

@@ -42,16 +42,40 @@ void PatternPlanBuilder::AddSpan(int64_t begin, int64_t end) {
   plan_.head_edges[head] += rows * (end - begin);
 
   const bool cell_has_spans = static_cast<int32_t>(plan_.spans.size()) > plan_.span_offsets.back();
+  const bool previous_slides = !plan_.slides.empty() && plan_.slides.back().width != 0;
   if (cell_has_spans) {
     KeySpan& previous = plan_.spans.back();
     const int64_t previous_end = int64_t{previous.begin} + previous.length;
     assert(begin >= previous_end);
-    if (begin == previous_end) {
+    if (begin == previous_end && !previous_slides) {
       previous.length += static_cast<int32_t>(end - begin);
       return;
     }
   }
   plan_.spans.push_back({static_cast<int32_t>(begin), static_cast<int32_t>(end - begin)});
+  if (!plan_.slides.empty()) plan_.slides.push_back({0, 0});
+}
+
+void PatternPlanBuilder::AddSlidingSpan(int64_t begin, int64_t end, int32_t offset, int32_t width) {
+  const int32_t blocks = plan_.num_query_blocks();
+  assert(cells_closed_ < int64_t{plan_.heads} * blocks);
+  assert(0 <= begin && begin <= end && end <= plan_.extended_keys() && width > 0);
+  const int32_t head = static_cast<int32_t>(cells_closed_ / blocks);
+  const int32_t block = static_cast<int32_t>(cells_closed_ % blocks);
+  const KeySpan span{static_cast<int32_t>(begin), static_cast<int32_t>(end - begin)};
+  const KeySlide slide{offset, width};
+  int64_t edges = 0;
+  for (int32_t q = plan_.query_block_starts[block]; q < plan_.query_block_starts[block + 1]; ++q) {
+    int32_t lo = 0, hi = 0;
+    SlidingRowKeys(span, slide, q, &lo, &hi);
+    edges += hi - lo;
+  }
+  if (edges == 0) return;
+  plan_.head_edges[head] += edges;
+  // The spans before it become fixed ones in the slides list.
+  if (plan_.slides.empty()) plan_.slides.assign(plan_.spans.size(), KeySlide{0, 0});
+  plan_.spans.push_back(span);
+  plan_.slides.push_back(slide);
 }
 
 void PatternPlanBuilder::EndBlock() {
@@ -63,6 +87,29 @@ void PatternPlanBuilder::EndBlock() {
 PatternPlan PatternPlanBuilder::Finish() {
   assert(cells_closed_ == int64_t{plan_.heads} * plan_.num_query_blocks());
   return std::move(plan_);
+}
+
+PatternPlan ExpandSlides(const PatternPlan& plan) {
+  if (plan.slides.empty()) return plan;
+  std::vector<int32_t> rows(static_cast<size_t>(plan.length) + 1);
+  for (int32_t q = 0; q <= plan.length; ++q) rows[q] = q;
+  PatternPlanBuilder builder(plan.length, plan.heads, std::move(rows), plan.key_gather);
+  const int32_t blocks = plan.num_query_blocks();
+  for (int32_t head = 0; head < plan.heads; ++head) {
+    for (int32_t block = 0; block < blocks; ++block) {
+      const int32_t cell = head * blocks + block;
+      for (int32_t q = plan.query_block_starts[block]; q < plan.query_block_starts[block + 1];
+           ++q) {
+        for (int32_t s = plan.span_offsets[cell]; s < plan.span_offsets[cell + 1]; ++s) {
+          int32_t lo = 0, hi = 0;
+          SlidingRowKeys(plan.spans[s], plan.slides[s], q, &lo, &hi);
+          builder.AddSpan(lo, hi);
+        }
+        builder.EndBlock();
+      }
+    }
+  }
+  return builder.Finish();
 }
 
 ResidueClasses::ResidueClasses(int32_t first, int32_t end, int32_t modulus)

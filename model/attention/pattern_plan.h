@@ -31,6 +31,9 @@ struct PatternPlan {
   // span_offsets[h * blocks + i + 1]); [heads * blocks + 1].
   std::vector<int32_t> span_offsets;
   std::vector<KeySpan> spans;
+  // Per span, how it slides (kernels/block_sparse_plan.h: a band moving
+  // with the query), or empty when no span slides.
+  std::vector<KeySlide> slides;
   // Tokens copied after the sequence, see above; empty for most patterns.
   std::vector<int32_t> key_gather;
   // Computed (query, key) pairs per head: Σ over blocks of block rows × span
@@ -61,16 +64,24 @@ class PatternPlanBuilder {
   // spans come in ascending order: begin is not before the previous span's
   // end. An empty range (begin == end) adds nothing.
   void AddSpan(int64_t begin, int64_t end);
+  // Adds a sliding span: query q of the cell's block attends the keys of
+  // [begin, end) within [q + offset, q + offset + width). Never merged.
+  void AddSlidingSpan(int64_t begin, int64_t end, int32_t offset, int32_t width);
   // Closes the current cell; the next AddSpan goes to the next block, or to
   // the next head's first block.
   void EndBlock();
   // The plan, once every one of heads × blocks cells is closed.
   PatternPlan Finish();
+  int32_t num_query_blocks() const { return plan_.num_query_blocks(); }
 
  private:
   PatternPlan plan_;
   int64_t cells_closed_ = 0;
 };
+
+// The same plan with one query per block and every span fixed (sliding
+// spans made concrete row by row): for executors without sliding spans.
+PatternPlan ExpandSlides(const PatternPlan& plan);
 
 // The tokens [first, end) grouped by residue mod `modulus` (residue 0 first,
 // ascending within a residue class), as a key_gather section: a set of keys

@@ -21,6 +21,8 @@ struct Problem {
   std::vector<int32_t> block_starts;
   std::vector<int32_t> offsets;
   std::vector<KeySpan> spans;
+  // Per span, or empty: no span slides.
+  std::vector<KeySlide> slides;
   int blocks() const { return static_cast<int>(block_starts.size()) - 1; }
 };
 
@@ -28,7 +30,7 @@ struct Problem {
 // disjoint spans; `dense` gives every block the single span [0, k_len).
 inline Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_dim, int block_size,
                            bool dense, uint32_t seed, int max_span = 5) {
-  Problem p{batch, heads, q_len, k_len, head_dim, block_size, {}, {}, {}, {}, {0}, {}};
+  Problem p{batch, heads, q_len, k_len, head_dim, block_size, {}, {}, {}, {}, {0}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, 1);
   auto fill = [&](std::vector<float>* x, int len) {
@@ -60,6 +62,28 @@ inline Problem MakeProblem(int batch, int heads, int q_len, int k_len, int head_
   return p;
 }
 
+// Per (item·head, block), a fixed span [0, g) and a sliding span over
+// [g, k_len) (a Longformer window: random offset and width, clipped), as
+// pattern planners make them; the global keys leave every query one.
+inline Problem MakeSlidingProblem(int batch, int heads, int q_len, int k_len, int head_dim,
+                                  int block_size, uint32_t seed, int max_width) {
+  Problem p = MakeProblem(batch, heads, q_len, k_len, head_dim, block_size, true, seed);
+  std::mt19937 rng(seed + 1);
+  p.spans.clear();
+  p.offsets = {0};
+  for (int row = 0; row < batch * heads * p.blocks(); ++row) {
+    const int global = 1 + static_cast<int>(rng() % 3);
+    const int width = 1 + static_cast<int>(rng() % max_width);
+    const int offset = -static_cast<int>(rng() % (width + 1));
+    p.spans.push_back({0, global});
+    p.slides.push_back({0, 0});
+    p.spans.push_back({global, k_len - global});
+    p.slides.push_back({offset, width});
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+  }
+  return p;
+}
+
 // The keys query `query` of (item·head) `bh` attends to: its block's spans
 // (blocks of p.block_size queries), none past the last block.
 inline std::vector<int> QueryKeys(const Problem& p, int bh, int query) {
@@ -68,7 +92,16 @@ inline std::vector<int> QueryKeys(const Problem& p, int bh, int query) {
   if (block >= p.blocks() || query >= p.block_starts.back()) return keys;
   const int row = bh * p.blocks() + block;
   for (int s = p.offsets[row]; s < p.offsets[row + 1]; ++s) {
-    for (int j = 0; j < p.spans[s].length; ++j) keys.push_back(p.spans[s].begin + j);
+    const KeySlide slide = p.slides.empty() ? KeySlide{0, 0} : p.slides[s];
+    // The definition, key by key: within the span, and for a sliding one
+    // within [query + offset, query + offset + width).
+    for (int j = 0; j < p.spans[s].length; ++j) {
+      const int key = p.spans[s].begin + j;
+      if (slide.width == 0 ||
+          (key >= query + slide.offset && key < query + slide.offset + slide.width)) {
+        keys.push_back(key);
+      }
+    }
   }
   return keys;
 }

@@ -16,6 +16,7 @@ namespace docsparse {
 namespace {
 
 using test::MakeProblem;
+using test::MakeSlidingProblem;
 using test::Problem;
 using test::Reference;
 
@@ -27,7 +28,8 @@ std::vector<float> RunKernel(const Problem& p, int threads, KernelIsa isa = Kern
                          p.q_len,    p.k_len,
                          p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim)),
                          isa};
-  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data(),
+                           p.slides.empty() ? nullptr : p.slides.data()};
   BlockSparseAttentionCpu(params, plan, threads);
   return out;
 }
@@ -80,6 +82,53 @@ TEST(BlockSparseAttentionTest, BlockWithoutSpansGivesZeros) {
   const std::vector<float> out = RunKernel(p, 1);
   for (int i = 0; i < 4 * 4; ++i) EXPECT_EQ(out[i], 0.0f);
   ExpectClose(out, Reference(p));
+}
+
+// Sliding spans (Longformer's window, kernels/block_sparse_plan.h): every
+// path against the reference that applies the slide key by key; windows
+// wider than a key tile, blocks of odd sizes, and bands that leave some
+// rows of a block no key in a whole tile (their scores masked, later
+// rescaled away).
+TEST(BlockSparseAttentionTest, SlidingSpansMatchReferenceOnEveryPath) {
+  for (int head_dim : {16, 32}) {
+    for (int block_size : {1, 13, 64}) {
+      const Problem p =
+          MakeSlidingProblem(2, 2, 150, 700, head_dim, block_size, 31 * block_size + head_dim, 600);
+      for (KernelIsa isa : {KernelIsa::kAuto, KernelIsa::kAvx2, KernelIsa::kPortable}) {
+        SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << " block " << block_size
+                                          << " isa " << static_cast<int>(isa));
+        ExpectClose(RunKernel(p, 2, isa), Reference(p));
+      }
+    }
+  }
+}
+
+// An executor that does not take sliding spans (AMX) gets such blocks one
+// query at a time with fixed spans: exactly the keys the slide gives.
+TEST(BlockSparseAttentionTest, ExecutorsWithoutSlidesGetEachQuerysOwnKeys) {
+  const Problem p = MakeSlidingProblem(1, 2, 70, 300, 16, 13, 5, 200);
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data(),
+                           p.slides.data()};
+  std::vector<std::vector<int>> seen(2 * 70);
+  std::vector<int> calls(2 * 70, 0);
+  ForEachQueryBlock</*kTakesSlides=*/false>(plan, 2, 1, [&]() {
+    return [&](int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
+               const KeySlide* slides, int32_t num_spans) {
+      ASSERT_EQ(last, first + 1);
+      ASSERT_EQ(slides, nullptr);
+      const size_t at = static_cast<size_t>(batch_head) * 70 + first;
+      ++calls[at];
+      for (int32_t s = 0; s < num_spans; ++s) {
+        for (int32_t j = 0; j < spans[s].length; ++j) seen[at].push_back(spans[s].begin + j);
+      }
+    };
+  });
+  for (int bh = 0; bh < 2; ++bh) {
+    for (int q = 0; q < 70; ++q) {
+      EXPECT_EQ(calls[bh * 70 + q], 1);
+      EXPECT_EQ(seen[bh * 70 + q], test::QueryKeys(p, bh, q)) << bh << " " << q;
+    }
+  }
 }
 
 TEST(BlockSparseAttentionTest, ThreadCountDoesNotChangeBits) {
@@ -213,7 +262,8 @@ std::vector<float> RunBf16(Bf16AttentionExecutor executor, const Bf16Problem& b,
                              p.batch,    p.heads,
                              p.q_len,    p.k_len,
                              p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
-  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data(),
+                           p.slides.empty() ? nullptr : p.slides.data()};
   executor(params, plan, threads);
   return out;
 }
@@ -291,6 +341,15 @@ TEST(BlockSparseAttentionAmxTest, RandomSpansAcrossKeyTilesMatchReference) {
   }
 }
 
+TEST(BlockSparseAttentionAmxTest, SlidingSpansRowByRowMatchReference) {
+  SKIP_WITHOUT_AMX(32);
+  for (int block_size : {1, 13, 64}) {
+    const Bf16Problem b =
+        ToBf16(MakeSlidingProblem(2, 2, 150, 700, 32, block_size, 7 * block_size, 600));
+    ExpectWithinBf16(RunAmx(b, 2), Reference(b.problem));
+  }
+}
+
 TEST(BlockSparseAttentionAmxTest, ShortSpansShareATileAndDenseSpansMatchReference) {
   SKIP_WITHOUT_AMX(32);
   // Spans of 1-5 keys (LSG's global and sparse keys) packed into one tile.
@@ -357,6 +416,15 @@ TEST(BlockSparseAttentionAvx512Bf16Test, ShortAndDenseSpansMatchReference) {
   ExpectWithinBf16(RunAvx512Bf16(sparse, 2), Reference(sparse.problem));
   const Bf16Problem dense = ToBf16(MakeProblem(1, 2, 33, 1100, 64, 33, /*dense=*/true, 8));
   ExpectWithinBf16(RunAvx512Bf16(dense, 2), Reference(dense.problem));
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, SlidingSpansMatchReference) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  for (int block_size : {1, 13, 64}) {
+    const Bf16Problem b =
+        ToBf16(MakeSlidingProblem(2, 2, 150, 700, 32, block_size, 7 * block_size, 600));
+    ExpectWithinBf16(RunAvx512Bf16(b, 2), Reference(b.problem));
+  }
 }
 
 TEST(BlockSparseAttentionAvx512Bf16Test, BlockWithoutSpansGivesZerosAndThreadsDoNotChangeBits) {

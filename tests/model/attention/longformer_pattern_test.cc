@@ -87,5 +87,21 @@ TEST(LongformerPatternTest, SpansGrowLinearlyWithLength) {
   EXPECT_LE(plan.spans.size(), 2u * heads * plan.num_query_blocks());
 }
 
+// Executors without sliding spans (CUDA) get ExpandSlides' plan: one query
+// per block, the same mask, the same edges.
+TEST(LongformerPatternTest, ExpandedSlidesKeepTheMask) {
+  for (int32_t length : {0, 1, 65, 300}) {
+    const PatternPlan sliding = PlanLongformer({16, 1, 0, 2}, length, 3);
+    const PatternPlan fixed = ExpandSlides(sliding);
+    EXPECT_TRUE(fixed.slides.empty());
+    EXPECT_EQ(fixed.num_query_blocks(), length);
+    EXPECT_EQ(fixed.head_edges, sliding.head_edges);
+    const testing::PatternMask a = testing::ExpandPatternPlan(sliding);
+    const testing::PatternMask b = testing::ExpandPatternPlan(fixed);
+    ASSERT_TRUE(a.faults.empty() && b.faults.empty()) << length;
+    EXPECT_EQ(a.allowed, b.allowed) << length;
+  }
+}
+
 }  // namespace
 }  // namespace docsparse

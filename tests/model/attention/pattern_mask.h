@@ -134,8 +134,15 @@ inline PatternMask ExpandPatternPlan(const PatternPlan& plan) {
                   " starts before the previous one ends (", previous_end, ")");
         }
         previous_end = end;
+        const KeySlide slide = plan.slides.empty() ? KeySlide{0, 0} : plan.slides[s];
         for (int32_t query = starts[block]; query < starts[block + 1]; ++query) {
           for (int32_t key = span.begin; key < end; ++key) {
+            // A sliding span, by its definition: the keys within
+            // [query + offset, query + offset + width).
+            if (slide.width != 0 &&
+                (key < query + slide.offset || key >= query + slide.offset + slide.width)) {
+              continue;
+            }
             const int32_t token = key < n ? key : plan.key_gather[key - n];
             if (token < 0 || token >= n) continue;  // reported with key_gather
             uint8_t& entry = mask.allowed[(static_cast<size_t>(head) * n + query) * n + token];
@@ -152,6 +159,16 @@ inline PatternMask ExpandPatternPlan(const PatternPlan& plan) {
     }
   }
 
+  if (!plan.slides.empty() && plan.slides.size() != plan.spans.size()) {
+    log.Add("slides has ", plan.slides.size(), " entries for ", plan.spans.size(), " spans");
+  }
+  for (int32_t head = 0; head < plan.heads && !mask.edges.empty(); ++head) {
+    for (int32_t query = 0; query < n; ++query) {
+      bool any = false;
+      for (int32_t token = 0; token < n && !any; ++token) any = mask.At(head, query, token);
+      if (!any) log.Add("head ", head, " query ", query, " has no key");
+    }
+  }
   if (static_cast<int32_t>(plan.head_edges.size()) != plan.heads) {
     log.Add("head_edges has ", plan.head_edges.size(), " entries for ", plan.heads, " heads");
   } else {
