@@ -12,6 +12,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/docsparse_client.h"
 #include "client/load_generator.h"
@@ -31,6 +34,11 @@ ABSL_FLAG(int, max_sentences, 0, "summarize: sentences to extract (default: the 
 ABSL_FLAG(double, max_density, 0, "Budget: maximum attention density in (0, 1].");
 ABSL_FLAG(double, max_attention_gflops, 0, "Budget: maximum attention GFLOP.");
 ABSL_FLAG(bool, strict, false, "Budget: fail instead of running over the cap.");
+ABSL_FLAG(std::string, attention, "",
+          "Budget: the planner to run instead of the model's (dense, lsg, sbm, longformer, "
+          "bigbird, sparse_transformer, star; `docsparse models` lists each model's).");
+ABSL_FLAG(std::string, knobs, "",
+          "Budget: the planner's knobs, name=value[,name=value...] (e.g. window=256).");
 ABSL_FLAG(bool, stream, false,
           "summarize: use SummarizeStream (abstractive greedy summaries print as they are "
           "generated).");
@@ -73,7 +81,8 @@ constexpr char kUsage[] =
     "             [--rate R [--arrival poisson|fixed]] --duration S\n"
     "             (--documents DIR | --synthetic-tokens N [--synthetic-count K] [--seed S])\n"
     "             [--deadline_ms D]\n"
-    "embed, classify and summarize also take --overflow reject|truncate|chunk, --max_density,\n"
+    "embed, classify and summarize also take --overflow reject|truncate|chunk, --attention NAME,\n"
+    "--knobs name=value,..., --max_density,\n"
     "--max_attention_gflops, --strict, --timeout_s, and --mask-map OUT.svg|OUT.png\n"
     "[--mask-map-resolution N] (draws the server's attention mask density maps);\n"
     "bench load takes the same budget and overflow flags. FILE '-' is stdin.\n"
@@ -123,8 +132,27 @@ absl::StatusOr<v1::RequestOptions> Options() {
   return options;
 }
 
-v1::SparsityBudget Budget() {
+absl::StatusOr<v1::SparsityBudget> Budget() {
   v1::SparsityBudget budget;
+  const std::string attention = absl::GetFlag(FLAGS_attention);
+  if (!attention.empty()) {
+    v1::AttentionKind kind = v1::ATTENTION_KIND_UNSPECIFIED;
+    if (!v1::AttentionKind_Parse("ATTENTION_KIND_" + absl::AsciiStrToUpper(attention), &kind)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attention: unknown planner '", attention, "'"));
+    }
+    budget.set_attention(kind);
+  }
+  for (absl::string_view knob :
+       absl::StrSplit(absl::GetFlag(FLAGS_knobs), ',', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(knob, absl::MaxSplits('=', 1));
+    double value = 0;
+    if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtod(parts[1], &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--knobs: expected name=number, got '", knob, "'"));
+    }
+    (*budget.mutable_knobs())[std::string(parts[0])] = value;
+  }
   if (absl::GetFlag(FLAGS_max_density) > 0) {
     budget.set_max_density(absl::GetFlag(FLAGS_max_density));
   }
@@ -149,7 +177,9 @@ absl::Status FillCommon(const std::string& path, Request* request) {
   request->set_model(absl::GetFlag(FLAGS_model));
   // Sent as bytes: the server checks the encoding and names the field.
   request->mutable_document()->set_utf8_bytes(*std::move(text));
-  *request->mutable_budget() = Budget();
+  absl::StatusOr<v1::SparsityBudget> budget = Budget();
+  if (!budget.ok()) return budget.status();
+  *request->mutable_budget() = *std::move(budget);
   *request->mutable_options() = *options;
   return absl::OkStatus();
 }
@@ -210,13 +240,15 @@ int BenchLoad() {
   if (invalid.ok() && !absl::GetFlag(FLAGS_mask_map).empty()) {
     invalid = absl::InvalidArgumentError("--mask-map does not apply to bench load");
   }
+  absl::StatusOr<v1::SparsityBudget> budget = Budget();
+  if (invalid.ok() && !budget.ok()) invalid = budget.status();
   if (!invalid.ok()) {
     std::cerr << "docsparse: " << invalid.message() << "\n";
     return 2;
   }
   options.task = *task;
   options.request_options = *request_options;
-  options.budget = Budget();
+  options.budget = *std::move(budget);
   options.concurrency = absl::GetFlag(FLAGS_concurrency);
   options.rate = absl::GetFlag(FLAGS_rate);
   options.arrivals = arrival == "fixed" ? ArrivalProcess::kFixed : ArrivalProcess::kPoisson;

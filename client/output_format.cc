@@ -1,11 +1,13 @@
 #include "client/output_format.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace docsparse {
@@ -30,9 +32,19 @@ std::string FormatCostReport(const v1::CostReport& cost) {
     absl::StrAppendFormat(&out, "  compute     %s linear layers on %s\n", cost.precision(),
                           cost.isa());
   }
-  absl::StrAppendFormat(&out, "  attention   %s, mean density %.4f, %d query-key pairs\n",
-                        kind.substr(kind.rfind('_') + 1), cost.mean_density(),
-                        cost.attention_edges());
+  const std::string planner = absl::AsciiStrToLower(absl::StripPrefix(kind, "ATTENTION_KIND_"));
+  absl::StrAppendFormat(&out, "  attention   %s, mean density %.4f, %d query-key pairs\n", planner,
+                        cost.mean_density(), cost.attention_edges());
+  if (!cost.knobs().values().empty()) {
+    // Sorted by name: the map's order is the protobuf's.
+    const std::map<std::string, double> values(cost.knobs().values().begin(),
+                                               cost.knobs().values().end());
+    std::vector<std::string> knobs;
+    for (const auto& [name, value] : values) knobs.push_back(absl::StrFormat("%s=%g", name, value));
+    absl::StrAppendFormat(
+        &out, "  knobs       %s%s\n", absl::StrJoin(knobs, " "),
+        cost.knobs().seed() != 0 ? absl::StrFormat(" seed=%d", cost.knobs().seed()) : "");
+  }
   if (cost.layers_size() > 0) {
     std::vector<std::string> layers;
     for (const v1::LayerCost& layer : cost.layers()) {

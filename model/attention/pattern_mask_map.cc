@@ -13,8 +13,13 @@ std::vector<float> PatternMaskMap(const std::vector<PatternPlan>& plans, int res
   *cells = n;
   // Bucket b covers positions [b * total / n, (b + 1) * total / n).
   const auto begin_of = [&](int b) { return b * total / n; };
+  // The bucket whose range holds `position` (an estimate, then moved: the
+  // ranges come from integer division and the estimate may be one off).
   const auto bucket_of = [&](int64_t position) {
-    return static_cast<int>(std::min<int64_t>(n - 1, position * n / std::max<int64_t>(1, total)));
+    int b = static_cast<int>(std::min<int64_t>(n - 1, position * n / std::max<int64_t>(1, total)));
+    while (b + 1 < n && begin_of(b + 1) <= position) ++b;
+    while (b > 0 && begin_of(b) > position) --b;
+    return b;
   };
   std::vector<double> pairs(static_cast<size_t>(n) * n, 0.0);
   int heads = 1;
@@ -39,6 +44,15 @@ std::vector<float> PatternMaskMap(const std::vector<PatternPlan>& plans, int res
         const int32_t cell = head * blocks + block;
         for (int32_t s = plan.span_offsets[cell]; s < plan.span_offsets[cell + 1]; ++s) {
           const KeySpan span = plan.spans[s];
+          if (!plan.slides.empty() && plan.slides[s].width != 0) {
+            // A sliding span's keys move with the row (its keys are tokens).
+            for (int32_t q = first; q < last; ++q) {
+              int32_t lo = 0, hi = 0;
+              SlidingRowKeys(span, plan.slides[s], q, &lo, &hi);
+              add_tokens(bucket_of(offset + q), 1, lo, hi);
+            }
+            continue;
+          }
           const int64_t lo = span.begin;
           const int64_t hi = int64_t{span.begin} + span.length;
           // A block's rows may straddle buckets: add them bucket by bucket.

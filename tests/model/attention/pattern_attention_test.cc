@@ -13,6 +13,7 @@
 #include "kernels/bf16_attention_executor.h"
 #include "model/attention/bigbird_pattern.h"
 #include "model/attention/longformer_pattern.h"
+#include "model/attention/pattern_mask_map.h"
 #include "model/attention/planner_registry.h"
 #include "model/attention/sparse_transformer_pattern.h"
 #include "model/attention/star_pattern.h"
@@ -192,6 +193,50 @@ TEST(PatternPlannerTest, KnobsThePatternCannotTakeAreRefusedByName) {
   EXPECT_FALSE(CheckRequestKnobs(*bigbird, {{"window_blocks", 2}}, "budget.knobs.").ok());
   const auto strided = *MakeAttentionPlanner(AttentionKind::kSparseTransformer, source);
   EXPECT_FALSE(CheckRequestKnobs(*strided, {{"stride", 4}, {"summary", 5}}, "budget.knobs.").ok());
+}
+
+// The mask map from the plans equals the one counted from the expanded
+// masks, for windows whose lengths do not divide into the grid (the bucket
+// edges come from integer division).
+TEST(PatternPlannerTest, MaskMapCountsThePlansPairs) {
+  const std::vector<int64_t> windows = {97, 61};
+  const int resolution = 13;
+  for (const PatternCase& c : Cases()) {
+    SCOPED_TRACE(std::string(AttentionKindName(c.kind)));
+    std::vector<PatternPlan> plans;
+    for (int64_t n : windows) plans.push_back(c.plan(static_cast<int32_t>(n), 0, 0));
+    int cells = 0;
+    const std::vector<float> map = PatternMaskMap(plans, resolution, &cells);
+    ASSERT_EQ(cells, resolution);
+    const int64_t total = 97 + 61;
+    const auto bucket = [&](int64_t p) {
+      int b = 0;
+      while (b + 1 < cells && (b + 1) * total / cells <= p) ++b;
+      return b;
+    };
+    std::vector<double> pairs(cells * cells, 0);
+    int64_t offset = 0;
+    for (const PatternPlan& plan : plans) {
+      const PatternMask mask = ExpandPatternPlan(plan);
+      ASSERT_TRUE(mask.faults.empty()) << mask.faults.front();
+      for (int h = 0; h < mask.heads; ++h) {
+        for (int q = 0; q < mask.length; ++q) {
+          for (int k = 0; k < mask.length; ++k) {
+            if (mask.At(h, q, k)) pairs[bucket(offset + q) * cells + bucket(offset + k)] += 1;
+          }
+        }
+      }
+      offset += plan.length;
+    }
+    for (int i = 0; i < cells; ++i) {
+      for (int j = 0; j < cells; ++j) {
+        const double rows = (i + 1) * total / cells - i * total / cells;
+        const double cols = (j + 1) * total / cells - j * total / cells;
+        EXPECT_NEAR(map[i * cells + j], pairs[i * cells + j] / (rows * cols * kHeads), 1e-6)
+            << i << " " << j;
+      }
+    }
+  }
 }
 
 }  // namespace
