@@ -5,9 +5,7 @@
 #include <cmath>
 
 #include "kernels/bf16_attention_executor.h"
-#include "kernels/block_sparse_attention.h"
-#include "kernels/block_sparse_attention_amx.h"
-#include "model/attention/block_sparse_attention_device.h"
+#include "model/attention/block_sparse_item.h"
 #include "model/attention/context_buffer.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/lsg_sparse_keys.h"
@@ -30,11 +28,6 @@ LsgConfig ApplyLsgKnobs(const LsgConfig& native, const ItemAttentionOptions& opt
 namespace {
 
 using at::indexing::Slice;
-
-// A bf16 tensor's storage as the kernels take it.
-const uint16_t* Bf16Bits(const at::Tensor& tensor) {
-  return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
-}
 
 class LsgAttention final : public AttentionMechanism {
  public:
@@ -75,7 +68,6 @@ class LsgAttention final : public AttentionMechanism {
                                    at::Tensor out) const {
     const int64_t heads = in.query.size(1);
     const int64_t seq = in.query.size(2);
-    const int64_t d = in.query.size(3);
     const int32_t global = config_.num_global_tokens;
     const LsgLayout layout =
         LayoutLsgSequence(config, global, static_cast<int32_t>(in.lengths[b] - global));
@@ -117,57 +109,8 @@ class LsgAttention final : public AttentionMechanism {
     const int64_t planned = plan.query_block_starts.back();
     if (planned < seq) out.narrow(1, planned, seq - planned).zero_();
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     // q, and k and v of a full layout, are read where the projection left them.
-    if (q.is_cuda()) {
-      const absl::StatusOr<at::Tensor> context = BlockSparseAttentionOnDevice(
-          q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), plan.View(), scale);
-      TORCH_CHECK(context.ok(), std::string(context.status().message()));
-      // Rows past the plan came back zero, as the CPU path leaves them.
-      out.copy_((*context)[0]);
-      return plan.head_edges;
-    }
-    if (bf16 != nullptr) {
-      const at::Tensor q16 = q.to(at::kBFloat16);
-      const at::Tensor k16 = k.to(at::kBFloat16);
-      const at::Tensor v16 = v.to(at::kBFloat16);
-      Bf16AttentionParams params{Bf16Bits(q16),
-                                 Bf16Bits(k16),
-                                 Bf16Bits(v16),
-                                 nullptr,
-                                 1,
-                                 static_cast<int32_t>(heads),
-                                 static_cast<int32_t>(seq),
-                                 static_cast<int32_t>(k.size(1)),
-                                 static_cast<int32_t>(d),
-                                 scale,
-                                 LayoutOf3d(q16),
-                                 LayoutOf3d(k16),
-                                 LayoutOf3d(v16),
-                                 LayoutOf3d(out)};
-      params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-      bf16(params, plan.View(), threads);
-      return plan.head_edges;
-    }
-    const at::Tensor q32 = q.to(at::kFloat);
-    const at::Tensor k32 = k.to(at::kFloat);
-    const at::Tensor v32 = v.to(at::kFloat);
-    const AttentionParams params{q32.data_ptr<float>(),
-                                 k32.data_ptr<float>(),
-                                 v32.data_ptr<float>(),
-                                 out.data_ptr<float>(),
-                                 1,
-                                 static_cast<int32_t>(heads),
-                                 static_cast<int32_t>(seq),
-                                 static_cast<int32_t>(k.size(1)),
-                                 static_cast<int32_t>(d),
-                                 scale,
-                                 KernelIsa::kAuto,
-                                 LayoutOf3d(q32),
-                                 LayoutOf3d(k32),
-                                 LayoutOf3d(v32),
-                                 LayoutOf3d(out)};
-    BlockSparseAttentionCpu(params, plan.View(), threads);
+    RunBlockSparseItem(q, k, v, plan.View(), bf16, threads, out);
     return plan.head_edges;
   }
 

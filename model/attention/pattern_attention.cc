@@ -6,16 +6,11 @@
 #include <utility>
 
 #include "kernels/bf16_attention_executor.h"
-#include "kernels/block_sparse_attention.h"
-#include "model/attention/block_sparse_attention_device.h"
+#include "model/attention/block_sparse_item.h"
 #include "model/attention/context_buffer.h"
 
 namespace docsparse {
 namespace {
-
-const uint16_t* Bf16Bits(const at::Tensor& tensor) {
-  return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
-}
 
 BlockSparsePlanView ViewOf(const PatternPlan& plan) {
   return BlockSparsePlanView{plan.num_query_blocks(), plan.query_block_starts.data(),
@@ -67,9 +62,7 @@ class PatternAttention final : public AttentionMechanism {
  private:
   void ForwardItem(const AttentionInputs& in, int64_t b, const PatternPlan& plan,
                    Bf16AttentionExecutor bf16, at::Tensor out) const {
-    const int64_t heads = in.query.size(1);
     const int64_t seq = in.query.size(2);
-    const int64_t d = in.query.size(3);
     const int64_t length = plan.length;
     if (length < seq) out.narrow(1, length, seq - length).zero_();
     if (length == 0) return;
@@ -85,58 +78,13 @@ class PatternAttention final : public AttentionMechanism {
       v = at::cat({v.narrow(1, 0, length), v.index_select(1, gather)}, 1);
     }
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    const BlockSparsePlanView view = ViewOf(plan);
     if (q.is_cuda()) {
       // The CUDA executors take no sliding spans yet: one query per block.
       const PatternPlan fixed = ExpandSlides(plan);
-      const absl::StatusOr<at::Tensor> context = BlockSparseAttentionOnDevice(
-          q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), ViewOf(fixed), scale);
-      TORCH_CHECK(context.ok(), std::string(context.status().message()));
-      out.narrow(1, 0, length).copy_((*context)[0].narrow(1, 0, length));
+      RunBlockSparseItem(q, k, v, ViewOf(fixed), nullptr, threads, out);
       return;
     }
-    if (bf16 != nullptr) {
-      const at::Tensor q16 = q.to(at::kBFloat16);
-      const at::Tensor k16 = k.to(at::kBFloat16);
-      const at::Tensor v16 = v.to(at::kBFloat16);
-      Bf16AttentionParams params{Bf16Bits(q16),
-                                 Bf16Bits(k16),
-                                 Bf16Bits(v16),
-                                 nullptr,
-                                 1,
-                                 static_cast<int32_t>(heads),
-                                 static_cast<int32_t>(seq),
-                                 static_cast<int32_t>(k.size(1)),
-                                 static_cast<int32_t>(d),
-                                 scale,
-                                 LayoutOf3d(q16),
-                                 LayoutOf3d(k16),
-                                 LayoutOf3d(v16),
-                                 LayoutOf3d(out)};
-      params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-      bf16(params, view, threads);
-      return;
-    }
-    const at::Tensor q32 = q.to(at::kFloat);
-    const at::Tensor k32 = k.to(at::kFloat);
-    const at::Tensor v32 = v.to(at::kFloat);
-    const AttentionParams params{q32.data_ptr<float>(),
-                                 k32.data_ptr<float>(),
-                                 v32.data_ptr<float>(),
-                                 out.data_ptr<float>(),
-                                 1,
-                                 static_cast<int32_t>(heads),
-                                 static_cast<int32_t>(seq),
-                                 static_cast<int32_t>(k.size(1)),
-                                 static_cast<int32_t>(d),
-                                 scale,
-                                 KernelIsa::kAuto,
-                                 LayoutOf3d(q32),
-                                 LayoutOf3d(k32),
-                                 LayoutOf3d(v32),
-                                 LayoutOf3d(out)};
-    BlockSparseAttentionCpu(params, view, threads);
+    RunBlockSparseItem(q, k, v, ViewOf(plan), bf16, threads, out);
   }
 
   AttentionKind kind_;

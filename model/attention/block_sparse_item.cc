@@ -1,0 +1,79 @@
+#include "model/attention/block_sparse_item.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/block_sparse_attention.h"
+#include "model/attention/block_sparse_attention_device.h"
+#include "model/attention/context_buffer.h"
+
+namespace docsparse {
+namespace {
+
+// A bf16 tensor's storage as the kernels take it.
+const uint16_t* Bf16Bits(const at::Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
+}
+
+}  // namespace
+
+void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
+                        at::Tensor out) {
+  const int32_t heads = static_cast<int32_t>(q.size(0));
+  const int32_t q_len = static_cast<int32_t>(q.size(1));
+  const int32_t k_len = static_cast<int32_t>(k.size(1));
+  const int32_t d = static_cast<int32_t>(q.size(2));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  if (q.is_cuda()) {
+    const absl::StatusOr<at::Tensor> context =
+        BlockSparseAttentionOnDevice(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), plan, scale);
+    TORCH_CHECK(context.ok(), std::string(context.status().message()));
+    // Rows past the plan came back zero.
+    out.copy_((*context)[0]);
+    return;
+  }
+  if (bf16 != nullptr) {
+    const at::Tensor q16 = q.to(at::kBFloat16);
+    const at::Tensor k16 = k.to(at::kBFloat16);
+    const at::Tensor v16 = v.to(at::kBFloat16);
+    Bf16AttentionParams params{Bf16Bits(q16),
+                               Bf16Bits(k16),
+                               Bf16Bits(v16),
+                               nullptr,
+                               1,
+                               heads,
+                               q_len,
+                               k_len,
+                               d,
+                               scale,
+                               LayoutOf3d(q16),
+                               LayoutOf3d(k16),
+                               LayoutOf3d(v16),
+                               LayoutOf3d(out)};
+    params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+    bf16(params, plan, threads);
+    return;
+  }
+  const at::Tensor q32 = q.to(at::kFloat);
+  const at::Tensor k32 = k.to(at::kFloat);
+  const at::Tensor v32 = v.to(at::kFloat);
+  const AttentionParams params{q32.data_ptr<float>(),
+                               k32.data_ptr<float>(),
+                               v32.data_ptr<float>(),
+                               out.data_ptr<float>(),
+                               1,
+                               heads,
+                               q_len,
+                               k_len,
+                               d,
+                               scale,
+                               KernelIsa::kAuto,
+                               LayoutOf3d(q32),
+                               LayoutOf3d(k32),
+                               LayoutOf3d(v32),
+                               LayoutOf3d(out)};
+  BlockSparseAttentionCpu(params, plan, threads);
+}
+
+}  // namespace docsparse

@@ -1,0 +1,27 @@
+// One sequence's block-sparse attention on whichever executor runs it: the
+// CUDA executor for device tensors, a bf16 CPU executor (AMX or
+// AVX512-BF16) when the caller chose one, else the fp32 CPU executor. LSG
+// and the position patterns share it; they differ in how they plan.
+#ifndef DOCSPARSE_MODEL_ATTENTION_BLOCK_SPARSE_ITEM_H_
+#define DOCSPARSE_MODEL_ATTENTION_BLOCK_SPARSE_ITEM_H_
+
+#include <ATen/ATen.h>
+
+#include "kernels/bf16_attention_executor.h"
+#include "kernels/block_sparse_plan.h"
+
+namespace docsparse {
+
+// q [heads, q_len, d]; k and v [heads, k_len, d], any strides with d
+// contiguous (read in place where their type is the executor's); `out`
+// [heads, q_len, d], a view of the context buffer in the executor's type
+// (bf16 with `bf16`, the activations' on a device, else fp32). Rows outside
+// the plan's blocks are left as they are on the CPU and written zero on a
+// device. The CUDA executor takes no sliding spans: callers expand them.
+void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
+                        at::Tensor out);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_BLOCK_SPARSE_ITEM_H_
