@@ -37,6 +37,7 @@
 #include "bench/encoder_bench.h"
 #include "bench/generate_bench.h"
 #include "bench/metrics_bench.h"
+#include "bench/pattern_fidelity.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
 
@@ -184,6 +185,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "generate") {
     return docsparse::bench::RunGenerateBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "fidelity") {
+    return docsparse::bench::RunFidelityBench();
+  }
   if (rest.size() == 2 && std::string(rest[1]) == "metrics") {
     return docsparse::bench::RunMetricsBench();
   }
@@ -199,6 +203,9 @@ int main(int argc, char** argv) {
                  "[--threads 2] [--json]\n"
                  "       docsparse-bench generate --gen_model DIR [--gen_src_tokens 512] "
                  "[--gen_new_tokens 64] [--gen_beams 1,4] [--gen_batches 1,4] [--repeats 5] "
+                 "[--threads 2] [--json]\n"
+                 "       docsparse-bench fidelity [--fid_model models/minilm-lsg] "
+                 "[--fid_tokens 4096,16384] [--fid_caps 0.05,0.02] [--fid_precision fp32] "
                  "[--threads 2] [--json]\n"
                  "       docsparse-bench metrics [--metrics_requests 200000] [--metrics_threads 2] "
                  "[--metrics_repeats 5]\n");

@@ -1,0 +1,191 @@
+#include "bench/pattern_fidelity.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "kernels/cpu_features.h"
+#include "model/attention/planner_registry.h"
+#include "model/checkpoint/hf_config.h"
+#include "model/encoder/encoder.h"
+#include "model/encoder/pooling.h"
+#include "model/text/wordpiece_tokenizer.h"
+
+ABSL_FLAG(std::string, fid_model, "models/minilm-lsg", "fidelity: the model folder");
+ABSL_FLAG(std::vector<std::string>, fid_tokens, std::vector<std::string>({"4096", "16384"}),
+          "fidelity: document lengths in tokens, special tokens included");
+ABSL_FLAG(std::vector<std::string>, fid_caps, std::vector<std::string>({"0.05", "0.02"}),
+          "fidelity: max_density caps, besides each planner's native knobs");
+ABSL_FLAG(std::string, fid_precision, "fp32", "fidelity: fp32, bf16 or auto");
+ABSL_FLAG(std::vector<std::string>, fid_text, std::vector<std::string>(),
+          "fidelity: held-out text files (default: every file in /usr/share/common-licenses)");
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(bool, json);
+
+namespace docsparse::bench {
+namespace {
+
+std::string HeldOutText() {
+  std::vector<std::string> files = absl::GetFlag(FLAGS_fid_text);
+  if (files.empty()) {
+    for (const auto& entry : std::filesystem::directory_iterator("/usr/share/common-licenses")) {
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+  }
+  std::string text;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text += buffer.str() + "\n\n";
+  }
+  return text;
+}
+
+struct Run {
+  at::Tensor embedding;  // [hidden], unit norm
+  double density = 0;
+  double attention_gflops = 0;
+  double ms = 0;
+};
+
+absl::StatusOr<Run> Embed(const Encoder& encoder, const std::vector<int32_t>& ids,
+                          const ItemAttentionOptions& options) {
+  EncoderBatch batch;
+  batch.sequences.push_back(ids);
+  batch.attention_options.push_back(options);
+  CostAccount cost(encoder.shape());
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<EncoderOutput> out = encoder.Forward(batch, &cost);
+  if (!out.ok()) return out.status();
+  Run run;
+  run.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  run.embedding = L2Normalize(Pool(out->hidden, out->lengths, PoolingMode::kMean))[0];
+  run.density = cost.MeanDensity();
+  run.attention_gflops = cost.AttentionFlops() / 1e9;
+  return run;
+}
+
+std::string KnobText(const AttentionKnobValues& knobs) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : knobs) parts.push_back(absl::StrFormat("%s=%g", name, value));
+  return absl::StrJoin(parts, " ");
+}
+
+}  // namespace
+
+int RunFidelityBench() {
+  at::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
+  c10::InferenceMode inference_mode;
+  const std::string dir = absl::GetFlag(FLAGS_fid_model);
+  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
+  const std::optional<Precision> precision = ParsePrecision(absl::GetFlag(FLAGS_fid_precision));
+  if (!config.ok() || !precision.has_value()) {
+    std::fprintf(stderr, "%s\n",
+                 config.ok() ? "bad --fid_precision" : config.status().ToString().c_str());
+    return 2;
+  }
+  PlannerSource source;
+  source.model_dir = dir;
+  source.shape = EncoderShape{config->num_layers, config->num_heads, config->head_dim(),
+                              config->hidden_size, config->intermediate_size};
+  source.lsg = config->lsg;
+  absl::StatusOr<std::unique_ptr<ModelPlanners>> planners = ModelPlanners::Make(
+      config->lsg.has_value() ? AttentionKind::kLsg : AttentionKind::kDense, source);
+  if (!planners.ok()) {
+    std::fprintf(stderr, "%s\n", planners.status().ToString().c_str());
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Encoder>> encoder =
+      Encoder::Create(dir, *config, (*planners)->MakeMechanism(), *precision);
+  absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> tokenizer =
+      WordPieceTokenizer::FromModelDir(dir);
+  if (!encoder.ok() || !tokenizer.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 (!encoder.ok() ? encoder.status() : tokenizer.status()).ToString().c_str());
+    return 1;
+  }
+  const std::vector<int32_t> text_ids = (*tokenizer)->Encode(HeldOutText());
+  std::fprintf(stderr, "fidelity: %s, %zu held-out tokens, isa %s, %d threads\n", dir.c_str(),
+               text_ids.size(), std::string(IsaName(HostCpuFeatures())).c_str(),
+               at::get_num_threads());
+  const AttentionKind native = (*planners)->native().kind();
+  for (const std::string& tokens_text : absl::GetFlag(FLAGS_fid_tokens)) {
+    int64_t tokens = 0;
+    if (!absl::SimpleAtoi(tokens_text, &tokens) || tokens < 3 ||
+        tokens > (*encoder)->max_sequence_length() ||
+        static_cast<size_t>(tokens) > text_ids.size()) {
+      std::fprintf(stderr, "bad --fid_tokens %s\n", tokens_text.c_str());
+      return 2;
+    }
+    const std::vector<int32_t> ids = (*tokenizer)->Frame(text_ids, static_cast<size_t>(tokens));
+    ItemAttentionOptions dense;
+    if (native != AttentionKind::kDense) dense.kind = AttentionKind::kDense;
+    absl::StatusOr<Run> reference = Embed(**encoder, ids, dense);
+    if (!reference.ok()) {
+      std::fprintf(stderr, "dense: %s\n", reference.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("| %lld | dense | – | %s | 1.0000 | %.1f | %.0f | 1.0000 |\n",
+                static_cast<long long>(tokens), "", reference->attention_gflops, reference->ms);
+    std::fflush(stdout);
+    for (AttentionKind kind : (*planners)->kinds()) {
+      if (kind == AttentionKind::kDense) continue;
+      const AttentionPlanner& planner = *(*planners)->Find(kind);
+      std::vector<std::string> caps = {"native"};
+      for (const std::string& cap : absl::GetFlag(FLAGS_fid_caps)) caps.push_back(cap);
+      for (const std::string& cap_text : caps) {
+        AttentionCap cap;
+        double cap_value = 0;
+        if (cap_text != "native") {
+          if (!absl::SimpleAtod(cap_text, &cap_value)) return 2;
+          cap.max_density = cap_value;
+        }
+        // As the server plans a request (server/request_validation.cc).
+        const BudgetFit fit =
+            planner.FitBudget(cap, StartingKnobs(planner, {}), {tokens}, source.shape);
+        ItemAttentionOptions options;
+        if (kind != native) options.kind = kind;
+        options.knobs = fit.knobs;
+        options.seed = 1;
+        absl::StatusOr<Run> run = Embed(**encoder, ids, options);
+        if (!run.ok()) {
+          std::fprintf(stderr, "%s: %s\n", std::string(planner.name()).c_str(),
+                       run.status().ToString().c_str());
+          return 1;
+        }
+        const double cosine = (run->embedding * reference->embedding).sum().item<double>();
+        if (absl::GetFlag(FLAGS_json)) {
+          std::printf(
+              "{\"tokens\": %lld, \"planner\": \"%s\", \"cap\": \"%s\", \"fits\": %s, "
+              "\"knobs\": \"%s\", \"density\": %.5f, \"attention_gflops\": %.2f, "
+              "\"forward_ms\": %.1f, \"cosine\": %.4f}\n",
+              static_cast<long long>(tokens), std::string(planner.name()).c_str(), cap_text.c_str(),
+              fit.fits ? "true" : "false", KnobText(fit.knobs).c_str(), run->density,
+              run->attention_gflops, run->ms, cosine);
+        } else {
+          std::printf("| %lld | %s | %s%s | %s | %.4f | %.1f | %.0f | %.4f |\n",
+                      static_cast<long long>(tokens), std::string(planner.name()).c_str(),
+                      cap_text.c_str(), fit.fits ? "" : " (floor)", KnobText(fit.knobs).c_str(),
+                      run->density, run->attention_gflops, run->ms, cosine);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace docsparse::bench
