@@ -56,6 +56,15 @@ uint64_t SamplingSeedFromRequestId(std::string_view request_id) {
   return SbmSeedFromRequestId(request_id);
 }
 
+AttentionPrice PriceOfLayer(double layer_edges, double layer_dense_pairs,
+                            const EncoderShape& shape) {
+  AttentionPrice price;
+  price.density = layer_dense_pairs > 0 ? layer_edges / layer_dense_pairs : 0;
+  price.edges = layer_edges * shape.num_layers;
+  price.attention_flops = 4.0 * shape.head_dim * price.edges;
+  return price;
+}
+
 double DensePairs(const std::vector<int64_t>& tokens, int64_t extra) {
   double pairs = 0;
   for (int64_t n : tokens) pairs += static_cast<double>(n + extra) * static_cast<double>(n + extra);

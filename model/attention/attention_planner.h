@@ -110,6 +110,11 @@ AttentionKnobValues StartingKnobs(const AttentionPlanner& planner,
 // across processes and versions.
 uint64_t SamplingSeedFromRequestId(std::string_view request_id);
 
+// The price of a plan that computes `layer_edges` pairs per layer (all
+// heads) against `layer_dense_pairs` dense ones, the same in every layer.
+AttentionPrice PriceOfLayer(double layer_edges, double layer_dense_pairs,
+                            const EncoderShape& shape);
+
 // Dense pairs of one head over `tokens` sequences of `extra` + n tokens.
 double DensePairs(const std::vector<int64_t>& tokens, int64_t extra);
 

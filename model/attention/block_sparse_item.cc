@@ -17,6 +17,17 @@ const uint16_t* Bf16Bits(const at::Tensor& tensor) {
 
 }  // namespace
 
+BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in) {
+  const bool on_device = in.query.is_cuda();
+  const Bf16AttentionExecutor bf16 =
+      in.precision == Precision::kBf16 && !on_device
+          ? ChooseBf16AttentionExecutor(static_cast<int32_t>(in.query.size(3)))
+          : nullptr;
+  return {bf16, ContextBuffer(in.query, on_device         ? in.query.scalar_type()
+                                        : bf16 != nullptr ? at::kBFloat16
+                                                          : at::kFloat)};
+}
+
 void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
                         at::Tensor out) {

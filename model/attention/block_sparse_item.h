@@ -9,8 +9,19 @@
 
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_plan.h"
+#include "model/attention/attention.h"
 
 namespace docsparse {
+
+// What a batch runs on: bf16 products where the model is bf16 and the CPU
+// has AMX or AVX512-BF16 (else null: fp32); on a CUDA device the CUDA
+// executor in the activations' type. `context` is the batch's context buffer
+// (context_buffer.h) in that executor's type.
+struct BlockSparseBatch {
+  Bf16AttentionExecutor bf16;
+  at::Tensor context;
+};
+BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in);
 
 // q [heads, q_len, d]; k and v [heads, k_len, d], any strides with d
 // contiguous (read in place where their type is the executor's); `out`

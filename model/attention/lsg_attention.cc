@@ -39,16 +39,7 @@ class LsgAttention final : public AttentionMechanism {
   at::Tensor Forward(const AttentionInputs& in,
                      std::vector<ItemAttentionCost>* item_costs) const override {
     const int64_t batch = in.query.size(0);
-    // bf16 products where the CPU has AMX or AVX512-BF16, else fp32.
-    // On a CUDA device: the CUDA executor in the activations' type.
-    const bool on_device = in.query.is_cuda();
-    const Bf16AttentionExecutor bf16 =
-        in.precision == Precision::kBf16 && !on_device
-            ? ChooseBf16AttentionExecutor(static_cast<int32_t>(in.query.size(3)))
-            : nullptr;
-    at::Tensor out = ContextBuffer(in.query, on_device         ? in.query.scalar_type()
-                                             : bf16 != nullptr ? at::kBFloat16
-                                                               : at::kFloat);
+    const auto [bf16, out] = PrepareBlockSparseBatch(in);
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =

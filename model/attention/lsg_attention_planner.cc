@@ -41,15 +41,11 @@ class LsgPlanner final : public AttentionPlanner {
   AttentionPrice Price(const AttentionKnobValues& knobs, const std::vector<int64_t>& tokens,
                        const EncoderShape& shape) const override {
     const LsgConfig config = Configured(knobs);
-    AttentionPrice price;
-    for (int64_t n : tokens) {
-      price.edges += static_cast<double>(LsgPlannedEdges(config, n, shape.num_heads));
-    }
-    const double pairs = DensePairs(tokens, config.num_global_tokens) * shape.num_heads;
-    price.density = pairs > 0 ? price.edges / pairs : 0;
-    price.edges *= shape.num_layers;
-    price.attention_flops = 4.0 * shape.head_dim * price.edges;
-    return price;
+    double edges = 0;
+    for (int64_t n : tokens)
+      edges += static_cast<double>(LsgPlannedEdges(config, n, shape.num_heads));
+    return PriceOfLayer(edges, DensePairs(tokens, config.num_global_tokens) * shape.num_heads,
+                        shape);
   }
 
   BudgetFit FitBudget(const AttentionCap& cap, const AttentionKnobValues& start,

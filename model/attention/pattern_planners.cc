@@ -43,7 +43,9 @@ struct PatternDescription {
 class PositionPatternPlanner final : public AttentionPlanner {
  public:
   PositionPatternPlanner(PatternDescription pattern, const PlannerSource& source)
-      : pattern_(std::move(pattern)), prepended_(source.prepended_tokens()) {
+      : pattern_(std::move(pattern)),
+        prepended_(source.prepended_tokens()),
+        heads_(std::max(1, source.shape.num_heads)) {
     for (const auto& [name, value] : source.configured_knobs) {
       const auto it = pattern_.knobs.find(name);
       if (it != pattern_.knobs.end()) it->second.native = value;
@@ -62,7 +64,7 @@ class PositionPatternPlanner final : public AttentionPlanner {
                        const EncoderShape& shape) const override {
     const AttentionKnobValues all = StartingKnobs(*this, knobs);
     std::map<int64_t, int64_t> edges_by_length;  // windows repeat lengths
-    AttentionPrice price;
+    double edges = 0;
     for (int64_t n : tokens) {
       const int64_t length = n + prepended_;
       auto [it, added] = edges_by_length.emplace(length, 0);
@@ -71,13 +73,9 @@ class PositionPatternPlanner final : public AttentionPlanner {
             pattern_.plan(all, static_cast<int32_t>(length), shape.num_heads, 0, 0);
         for (int64_t e : plan.head_edges) it->second += e;
       }
-      price.edges += static_cast<double>(it->second);
+      edges += static_cast<double>(it->second);
     }
-    const double pairs = DensePairs(tokens, prepended_) * shape.num_heads;
-    price.density = pairs > 0 ? price.edges / pairs : 0;
-    price.edges *= shape.num_layers;
-    price.attention_flops = 4.0 * shape.head_dim * price.edges;
-    return price;
+    return PriceOfLayer(edges, DensePairs(tokens, prepended_) * shape.num_heads, shape);
   }
 
   BudgetFit FitBudget(const AttentionCap& cap, const AttentionKnobValues& start,
@@ -96,9 +94,9 @@ class PositionPatternPlanner final : public AttentionPlanner {
     const AttentionKnobValues all = StartingKnobs(*this, knobs);
     std::vector<PatternPlan> plans;
     for (int64_t n : lengths) {
-      // One head stands for all but for dilation and head splits; the map
-      // is per layer, so heads are averaged: plan them all.
-      plans.push_back(pattern_.plan(all, static_cast<int32_t>(n), heads_for_maps_, 0, 0));
+      // Every head: dilation and head splits make them differ, and the
+      // map averages them.
+      plans.push_back(pattern_.plan(all, static_cast<int32_t>(n), heads_, 0, 0));
     }
     return PatternMaskMap(plans, resolution, cells);
   }
@@ -107,20 +105,15 @@ class PositionPatternPlanner final : public AttentionPlanner {
     return MakePatternAttention(pattern_.kind, pattern_.plan, StartingKnobs(*this, {}));
   }
 
-  void set_heads_for_maps(int heads) { heads_for_maps_ = heads; }
-
  private:
   PatternDescription pattern_;
   int64_t prepended_;
-  int heads_for_maps_ = 1;
+  int heads_;
 };
-
-absl::Status KnobError(const std::string& what) { return absl::InvalidArgumentError(what); }
 
 // A knob's halvings down to `min` and the starting value.
 std::vector<double> Down(const AttentionKnobValues& start, const char* name, double min) {
-  std::vector<double> steps = HalvingSteps(start.at(name), min, start.at(name));
-  return steps;
+  return HalvingSteps(start.at(name), min, start.at(name));
 }
 
 PatternDescription Longformer(int heads) {
@@ -140,7 +133,7 @@ PatternDescription Longformer(int heads) {
   };
   p.validate = [](const AttentionKnobValues& k) {
     if (Knob(k, "window") % 2 != 0) {
-      return KnobError(
+      return absl::InvalidArgumentError(
           absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
     }
     return absl::OkStatus();
@@ -173,8 +166,9 @@ PatternDescription BigBird() {
   };
   p.validate = [](const AttentionKnobValues& k) {
     if (Knob(k, "window_blocks") % 2 != 1) {
-      return KnobError(absl::StrCat("window_blocks: ", Knob(k, "window_blocks"),
-                                    " must be odd (the own block and as many on each side)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("window_blocks: ", Knob(k, "window_blocks"),
+                       " must be odd (the own block and as many on each side)"));
     }
     return absl::OkStatus();
   };
@@ -206,7 +200,7 @@ PatternDescription SparseTransformer(int heads) {
   };
   p.validate = [](const AttentionKnobValues& k) {
     if (Knob(k, "summary") > Knob(k, "stride")) {
-      return KnobError(
+      return absl::InvalidArgumentError(
           absl::StrCat("summary: ", Knob(k, "summary"), " exceeds stride ", Knob(k, "stride")));
     }
     return absl::OkStatus();
@@ -246,9 +240,7 @@ PatternDescription Star() {
 }
 
 std::unique_ptr<AttentionPlanner> Make(PatternDescription pattern, const PlannerSource& source) {
-  auto planner = std::make_unique<PositionPatternPlanner>(std::move(pattern), source);
-  planner->set_heads_for_maps(source.shape.num_heads > 0 ? source.shape.num_heads : 1);
-  return planner;
+  return std::make_unique<PositionPatternPlanner>(std::move(pattern), source);
 }
 
 }  // namespace
