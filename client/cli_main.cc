@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/channel_credentials.h"
 #include "client/docsparse_client.h"
 #include "client/load_generator.h"
 #include "client/mask_map_image.h"
@@ -26,6 +27,14 @@ ABSL_FLAG(std::string, server, "localhost:50051", "docsparse-server address.");
 ABSL_FLAG(std::string, model, "", "Model name (default: the server's default model).");
 ABSL_FLAG(std::string, token, "",
           "Bearer token for a server run with --auth_token_file (default: $DOCSPARSE_TOKEN).");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS, verifying the server against the system's CAs (implied by the "
+          "--tls_* files).");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA certificates the server's certificate must chain to.");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM client certificate, for a server run with --tls_client_ca_file (mutual TLS).");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(bool, json, false, "Print one JSON object (the response, with its cost report).");
 ABSL_FLAG(std::string, labels, "", "classify: comma-separated labels (default: the model's).");
 ABSL_FLAG(std::string, overflow, "",
@@ -71,7 +80,8 @@ namespace docsparse {
 namespace {
 
 constexpr char kUsage[] =
-    "docsparse [--server HOST:PORT] [--model NAME] [--json] COMMAND\n"
+    "docsparse [--server HOST:PORT] [--model NAME] [--json] [--token T]\n"
+    "          [--tls | --tls_ca_file CA] [--tls_cert_file C --tls_key_file K] COMMAND\n"
     "  embed [FILE|-]\n"
     "  classify [--labels a,b,c] [FILE|-]\n"
     "  summarize [--max_sentences N] [--beams N] [--max-length N] [--stream] [FILE|-]\n"
@@ -221,9 +231,33 @@ int Print(const absl::StatusOr<Response>& response, std::string (*format)(const 
 }
 
 // `docsparse bench load`: the flags become LoadOptions; progress on stderr.
+std::string TokenFromFlagOrEnvironment() {
+  std::string token = absl::GetFlag(FLAGS_token);
+  if (const char* from_env = std::getenv("DOCSPARSE_TOKEN"); token.empty() && from_env != nullptr) {
+    token = from_env;
+  }
+  return token;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> CredentialsFromFlags() {
+  ClientTlsFiles files;
+  files.enabled = absl::GetFlag(FLAGS_tls);
+  files.ca_file = absl::GetFlag(FLAGS_tls_ca_file);
+  files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  return ChannelCredentialsFor(files);
+}
+
 int BenchLoad() {
   LoadOptions options;
   options.server = absl::GetFlag(FLAGS_server);
+  options.bearer_token = TokenFromFlagOrEnvironment();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = CredentialsFromFlags();
+  if (!credentials.ok()) {
+    std::cerr << "docsparse: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  options.credentials = *std::move(credentials);
   options.model = absl::GetFlag(FLAGS_model);
   absl::StatusOr<LoadTask> task = ParseLoadTask(absl::GetFlag(FLAGS_task));
   absl::StatusOr<v1::RequestOptions> request_options = Options();
@@ -313,12 +347,14 @@ int Run(const std::vector<char*>& args) {
     }
     return BenchLoad();
   }
-  std::string token = absl::GetFlag(FLAGS_token);
-  if (const char* from_env = std::getenv("DOCSPARSE_TOKEN"); token.empty() && from_env != nullptr) {
-    token = from_env;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = CredentialsFromFlags();
+  if (!credentials.ok()) {
+    std::cerr << "docsparse: " << credentials.status().message() << "\n";
+    return 2;
   }
   absl::StatusOr<std::unique_ptr<DocsparseClient>> client =
-      DocsparseClient::Connect(absl::GetFlag(FLAGS_server), absl::Seconds(10), token);
+      DocsparseClient::Connect(absl::GetFlag(FLAGS_server), absl::Seconds(10),
+                               TokenFromFlagOrEnvironment(), *std::move(credentials));
   if (!client.ok()) {
     std::cerr << "docsparse: " << client.status().message() << "\n";
     return 1;

@@ -36,13 +36,14 @@ DocsparseClient::DocsparseClient(std::shared_ptr<grpc::Channel> channel, std::st
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
 absl::StatusOr<std::unique_ptr<DocsparseClient>> DocsparseClient::Connect(
-    const std::string& target, absl::Duration connect_timeout, std::string bearer_token) {
+    const std::string& target, absl::Duration connect_timeout, std::string bearer_token,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   // Documents and their reports can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + connect_timeout))) {
     return absl::UnavailableError(absl::StrCat("cannot connect to docsparse-server at ", target));
   }

@@ -3,6 +3,8 @@
 #ifndef DOCSPARSE_CLIENT_DOCSPARSE_CLIENT_H_
 #define DOCSPARSE_CLIENT_DOCSPARSE_CLIENT_H_
 
+#include <grpcpp/security/credentials.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,10 +22,12 @@ class DocsparseClient {
   // Connects to `target` ("host:port"), waiting up to `connect_timeout` for
   // the channel to be ready. UNAVAILABLE if it is not. A `bearer_token` is
   // sent with every call (`authorization: Bearer TOKEN`), for servers run
-  // with --auth_token_file.
+  // with --auth_token_file. `credentials` (null: plain text) reach a server
+  // run with TLS (client/channel_credentials.h).
   static absl::StatusOr<std::unique_ptr<DocsparseClient>> Connect(
       const std::string& target, absl::Duration connect_timeout = absl::Seconds(10),
-      std::string bearer_token = "");
+      std::string bearer_token = "",
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   // Each call fails with DEADLINE_EXCEEDED after `timeout`.
   absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request,

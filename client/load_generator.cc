@@ -331,8 +331,8 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(LoadOptions
   if (options.progress_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("progress_interval: expected more than 0");
   }
-  absl::StatusOr<std::unique_ptr<DocsparseClient>> client =
-      DocsparseClient::Connect(options.server, options.connect_timeout);
+  absl::StatusOr<std::unique_ptr<DocsparseClient>> client = DocsparseClient::Connect(
+      options.server, options.connect_timeout, options.bearer_token, options.credentials);
   if (!client.ok()) return client.status();
   return std::unique_ptr<LoadGenerator>(new LoadGenerator(std::move(options), *std::move(client)));
 }

@@ -36,7 +36,9 @@ std::string LoadTaskName(LoadTask task);
 
 struct LoadOptions {
   std::string server = "localhost:50051";
-  std::string model;  // empty: the server's default model
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // null: plain text
+  std::string bearer_token;                               // empty: none
+  std::string model;                                      // empty: the server's default model
   LoadTask task = LoadTask::kEmbed;
   int concurrency = 1;  // workers, 1..1024
   // Requests per second offered (open loop); 0 for a closed loop.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http_api.h"
+#include "server/tls_files.h"
 #include "server/token_auth.h"
 
 namespace docsparse {
@@ -16,9 +17,16 @@ namespace docsparse {
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const std::string& host, int port, std::function<std::string()> render_metrics,
     std::function<bool()> ready, HttpApi* api, size_t max_body_bytes,
-    const TokenAuthenticator* infra_auth) {
+    const TokenAuthenticator* infra_auth, const TlsReloader* tls) {
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
+  if (tls == nullptr) {
+    endpoint->server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto https = std::make_unique<httplib::SSLServer>(
+        [tls](SSL_CTX& context) { return tls->Install(context); });
+    if (!https->is_valid()) return absl::InternalError("cannot set up TLS for the HTTP port");
+    endpoint->server_ = std::move(https);
+  }
   httplib::Server& server = *endpoint->server_;
   server.set_payload_max_length(max_body_bytes);
   if (api != nullptr) api->Install(server);

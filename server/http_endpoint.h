@@ -20,6 +20,7 @@ class Server;
 namespace docsparse {
 
 class HttpApi;
+class TlsReloader;
 class TokenAuthenticator;
 
 class HttpEndpoint {
@@ -27,11 +28,13 @@ class HttpEndpoint {
   // Binds host:port (port 0 picks a free one) and serves on its own thread.
   // `api` (may be null) adds its routes; request bodies over
   // `max_body_bytes` are refused 413. With `infra_auth` (may be null: open),
-  // /metrics, /healthz, /readyz and /health want a bearer token too.
+  // /metrics, /healthz, /readyz and /health want a bearer token too. With
+  // `tls` (may be null: plain HTTP; must outlive the endpoint) the port
+  // speaks HTTPS only, with its certificates and client CAs.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(
       const std::string& host, int port, std::function<std::string()> render_metrics,
       std::function<bool()> ready, HttpApi* api, size_t max_body_bytes,
-      const TokenAuthenticator* infra_auth);
+      const TokenAuthenticator* infra_auth, const TlsReloader* tls);
   ~HttpEndpoint();
 
   int port() const { return port_; }

@@ -3,17 +3,20 @@
 // /readyz over HTTP. SIGINT/SIGTERM: health NOT_SERVING, finish in-flight work within the grace
 // period, exit 0.
 #include <ATen/Parallel.h>
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,6 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_runtime.h"
 #include "grpc/health/v1/health.pb.h"
@@ -36,6 +40,7 @@
 #include "server/model_registry.h"
 #include "server/reflection_v1_service.h"
 #include "server/request_runner.h"
+#include "server/tls_files.h"
 #include "server/token_auth.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports to.");
@@ -88,9 +93,48 @@ ABSL_FLAG(bool, auth_protect_health_and_metrics, false,
           "(gRPC health and reflection stay open).");
 ABSL_FLAG(int64_t, max_http_body_bytes, 0,
           "Largest HTTP request body (0: 4x --max_document_bytes); larger ones get 413.");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate (then its chain) for TLS on the gRPC and HTTP ports; with "
+          "--tls_key_file. Empty: plain text.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates: clients must present a certificate they signed (mutual TLS).");
+ABSL_FLAG(int, tls_reload_seconds, 60,
+          "How often the TLS files are looked at again; changed files serve new handshakes.");
+ABSL_FLAG(bool, http_tls, true,
+          "With --tls_cert_file: the HTTP port speaks HTTPS too. false keeps it plain (for "
+          "probes and scrapes that cannot present a client certificate).");
 
 namespace docsparse {
 namespace {
+
+// The TLS flags, checked as a combination (the files are read by
+// TlsReloader::Start); nullopt: plain text.
+absl::StatusOr<std::optional<TlsFiles>> TlsFilesFromFlags() {
+  TlsFiles files;
+  files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  files.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  files.reload_seconds = absl::GetFlag(FLAGS_tls_reload_seconds);
+  if (files.cert_file.empty() && files.key_file.empty()) {
+    if (files.mutual()) {
+      return absl::InvalidArgumentError(
+          "--tls_client_ca_file: needs --tls_cert_file and "
+          "--tls_key_file (mutual TLS is TLS first)");
+    }
+    return std::nullopt;
+  }
+  if (files.cert_file.empty() || files.key_file.empty()) {
+    return absl::InvalidArgumentError(files.cert_file.empty()
+                                          ? "--tls_cert_file: not set, but --tls_key_file is"
+                                          : "--tls_key_file: not set, but --tls_cert_file is");
+  }
+  if (files.reload_seconds < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls_reload_seconds: ", files.reload_seconds,
+                                                   " is not a positive number of seconds"));
+  }
+  return files;
+}
 
 constexpr char kServiceName[] = "docsparse.v1.DocumentService";
 
@@ -110,6 +154,9 @@ void InstallStopHandlers() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A client that hangs up mid-answer must cost that answer only: OpenSSL
+  // writes TLS records with write(), which raises SIGPIPE on a closed socket.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 // Blocks until SIGINT or SIGTERM; returns its number.
@@ -120,8 +167,22 @@ int WaitForStopSignal() {
   return byte;
 }
 
+// protobuf logs an ERROR line for every string field with invalid UTF-8 it
+// is asked to parse; such a request is answered INVALID_ARGUMENT, and a
+// client must not be able to fill the server's log with them.
+void QuietProtobufParseErrors() {
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* filename,
+                                     int line, const std::string& message) {
+    if (message.find("contains invalid UTF-8 data when parsing") != std::string::npos) return;
+    static const char* const kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+    std::cerr << "[libprotobuf " << kLevels[std::clamp(static_cast<int>(level), 0, 3)] << " "
+              << filename << ":" << line << "] " << message << std::endl;
+  });
+}
+
 int Serve() {
   InstallStopHandlers();
+  QuietProtobufParseErrors();
 
   KeepFreedMemoryForReuse();  // before any thread that allocates starts
   // Every model computation runs on this one thread, loading and warm-up
@@ -165,10 +226,29 @@ int Serve() {
     std::cerr << "docsparse-server: " << auth->token_count() << " bearer token(s) from " << path
               << "\n";
   }
+  const absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
+  if (!tls.ok()) {
+    std::cerr << "docsparse-server: " << tls.status().message() << "\n";
+    return 2;
+  }
+  std::unique_ptr<TlsReloader> tls_files;
+  if (tls->has_value()) {
+    absl::StatusOr<std::unique_ptr<TlsReloader>> started = TlsReloader::Start(**tls);
+    if (!started.ok()) {
+      std::cerr << "docsparse-server: " << started.status().message() << "\n";
+      return 2;
+    }
+    tls_files = *std::move(started);
+    std::cerr << "docsparse-server: TLS from " << (*tls)->cert_file
+              << ((*tls)->mutual() ? ", client certificates required" : "")
+              << (absl::GetFlag(FLAGS_http_tls) ? "" : " (gRPC only: --http_tls=false)")
+              << ", files looked at every " << (*tls)->reload_seconds << " s\n";
+  }
   auto http = HttpEndpoint::Start(
       host, absl::GetFlag(FLAGS_metrics_port), [&metrics] { return metrics.Render(); },
       [&ready] { return ready.load(); }, &api, max_body_bytes,
-      absl::GetFlag(FLAGS_auth_protect_health_and_metrics) ? auth.get() : nullptr);
+      absl::GetFlag(FLAGS_auth_protect_health_and_metrics) ? auth.get() : nullptr,
+      absl::GetFlag(FLAGS_http_tls) ? tls_files.get() : nullptr);
   if (!http.ok()) {
     std::cerr << "docsparse-server: " << http.status().message() << "\n";
     return 1;
@@ -246,8 +326,9 @@ int Serve() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
-                           grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(
+      absl::StrCat(host, ":", absl::GetFlag(FLAGS_port)),
+      tls_files ? tls_files->GrpcCredentials() : grpc::InsecureServerCredentials(), &grpc_port);
   builder.RegisterService(&service);
   builder.RegisterService(&kserve);
   builder.RegisterService(&reflection_v1);
