@@ -44,50 +44,65 @@ absl::Status DocumentService::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> 
                         [context] { return context->IsCancelled(); });
 }
 
+grpc::Status DocumentService::Refuse(grpc::CallbackServerContext* context,
+                                     const grpc::Status& invalid) const {
+  const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
+  return allowed.ok() ? invalid : ToGrpcStatus(allowed);
+}
+
 template <typename Request, typename Response, typename Prepare>
 grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext* context,
-                                                    const Request* request, Response* response,
+                                                    const grpc::ByteBuffer* request_bytes,
+                                                    grpc::ByteBuffer* response_bytes,
                                                     MetricTask task, Prepare prepare) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const RequestRecorder recorder(runner_.MetricsFor(request->model()), task);
-  auto finish = [reactor, context, response, recorder](const absl::Status& status) {
-    const grpc::Status grpc_status = ToGrpcStatus(status);
-    if (status.ok()) {
-      for (auto& [key, value] : CostMetadata(response->cost())) {
-        context->AddTrailingMetadata(key, value);
-      }
-    }
-    recorder.Finish(CodeOf(AsSeenByClient(grpc_status, context)), &response->cost());
-    reactor->Finish(grpc_status);
-  };
-  if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(*context), request->model());
-      !allowed.ok()) {
-    finish(allowed);
-    return reactor;
-  }
-  if (!runner_.ready()) {
-    finish(RequestRunner::NotReady());
-    return reactor;
-  }
-  // Until Submit succeeds the job is ours; after, only its completion may
-  // finish the reactor.
-  const absl::Status submitted =
-      Submit(std::invoke(prepare, runner_.tasks(), *request, recorder.received(), response, finish),
-             context);
-  if (!submitted.ok()) finish(submitted);
-  return reactor;
+  using Call = ParsedUnaryCall<Request, Response>;
+  return Call::Start(
+      context, request_bytes, response_bytes,
+      [this, context, task](const grpc::Status& invalid) {
+        const grpc::Status status = Refuse(context, invalid);
+        RequestRecorder(runner_.UnknownMetrics(), task).Finish(CodeOf(status), nullptr);
+        return status;
+      },
+      [this, task, &prepare](Call* call) {
+        grpc::CallbackServerContext* context = call->context();
+        const Request& request = call->request();
+        const RequestRecorder recorder(runner_.MetricsFor(request.model()), task);
+        auto finish = [call, context, recorder](const absl::Status& status) {
+          const grpc::Status grpc_status = ToGrpcStatus(status);
+          if (status.ok()) {
+            for (auto& [key, value] : CostMetadata(call->response()->cost())) {
+              context->AddTrailingMetadata(key, value);
+            }
+          }
+          recorder.Finish(CodeOf(AsSeenByClient(grpc_status, context)), &call->response()->cost());
+          call->Respond(grpc_status);
+        };
+        if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(*context), request.model());
+            !allowed.ok()) {
+          return finish(allowed);
+        }
+        if (!runner_.ready()) return finish(RequestRunner::NotReady());
+        // Until Submit succeeds the job is ours; after, only its completion
+        // may finish the call.
+        const absl::Status submitted =
+            Submit(std::invoke(prepare, runner_.tasks(), request, recorder.received(),
+                               call->response(), finish),
+                   context);
+        if (!submitted.ok()) finish(submitted);
+      });
 }
 
 grpc::ServerUnaryReactor* DocumentService::Embed(grpc::CallbackServerContext* context,
-                                                 const v1::EmbedRequest* request,
-                                                 v1::EmbedResponse* response) {
-  return RunUnary(context, request, response, MetricTask::kEmbed, &DocumentTasks::PrepareEmbed);
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return RunUnary<v1::EmbedRequest, v1::EmbedResponse>(
+      context, request, response, MetricTask::kEmbed, &DocumentTasks::PrepareEmbed);
 }
 
 grpc::ServerUnaryReactor* DocumentService::Classify(grpc::CallbackServerContext* context,
-                                                    const v1::ClassifyRequest* request,
-                                                    v1::ClassifyResponse* response) {
-  return RunUnary(
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return RunUnary<v1::ClassifyRequest, v1::ClassifyResponse>(
       context, request, response, MetricTask::kClassify,
       [](const DocumentTasks& tasks, const v1::ClassifyRequest& request,
          BatchClock::time_point received, v1::ClassifyResponse* response, Completion complete) {
@@ -96,9 +111,9 @@ grpc::ServerUnaryReactor* DocumentService::Classify(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext* context,
-                                                     const v1::SummarizeRequest* request,
-                                                     v1::SummarizeResponse* response) {
-  return RunUnary(
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return RunUnary<v1::SummarizeRequest, v1::SummarizeResponse>(
       context, request, response, MetricTask::kSummarize,
       [](const DocumentTasks& tasks, const v1::SummarizeRequest& request,
          BatchClock::time_point received, v1::SummarizeResponse* response, Completion complete) {
@@ -107,16 +122,20 @@ grpc::ServerUnaryReactor* DocumentService::Summarize(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContext* context,
-                                                      const v1::ListModelsRequest*,
-                                                      v1::ListModelsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context)); !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
-    return reactor;
-  }
-  runner_.tasks().ListModels(response);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  using Call = ParsedUnaryCall<v1::ListModelsRequest, v1::ListModelsResponse>;
+  return Call::Start(
+      context, request, response,
+      [this, context](const grpc::Status& invalid) { return Refuse(context, invalid); },
+      [this](Call* call) {
+        if (absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*call->context()));
+            !allowed.ok()) {
+          return call->Respond(ToGrpcStatus(allowed));
+        }
+        runner_.tasks().ListModels(call->response());
+        call->Respond(grpc::Status::OK);
+      });
 }
 
 // SummarizeStream. Greedy abstractive summaries send a chunk per chosen
@@ -125,13 +144,24 @@ grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContex
 // summary only at the end. The last chunk carries the rest of the text, the
 // cost report and done. gRPC allows one write in flight: chunks wait in
 // order behind it, so a slow client never holds up the batch's decoding.
-class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1::SummarizeChunk> {
+class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   SummaryStream(DocumentService& service, grpc::CallbackServerContext* context,
-                const v1::SummarizeRequest* request)
+                const grpc::ByteBuffer* request_bytes)
       : service_(service),
         context_(context),
-        recorder_(service.runner_.MetricsFor(request->model()), MetricTask::kSummarizeStream) {
+        parsed_(ParseRequestBytes(*request_bytes, &request_)),
+        recorder_(parsed_ ? service.runner_.MetricsFor(request_.model())
+                          : service.runner_.UnknownMetrics(),
+                  MetricTask::kSummarizeStream) {
+    if (!parsed_) {
+      const grpc::Status refused =
+          service_.Refuse(context, UnparsedRequest(*v1::SummarizeRequest::descriptor()));
+      Complete(absl::Status(static_cast<absl::StatusCode>(refused.error_code()),
+                            refused.error_message()));
+      return;
+    }
+    const v1::SummarizeRequest* request = &request_;
     if (absl::Status allowed =
             service_.runner_.Authorize(GrpcAuthorization(*context), request->model());
         !allowed.ok()) {
@@ -222,17 +252,20 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   // Starts the next write, or the finish once everything is written. After
   // it has started the finish, `this` may be gone.
   void WriteNext() {
-    const v1::SummarizeChunk* chunk = nullptr;
+    const grpc::ByteBuffer* chunk = nullptr;
     bool last = false;
     grpc::Status finish;
     {
       absl::MutexLock lock(&mu_);
       if (write_in_flight_ || finished_) return;
       if (!pending_.empty()) {
-        writing_ = std::move(pending_.front());
+        bool own_buffer = false;
+        writing_.Clear();  // the serializer wants an empty buffer; the last write is done
+        grpc::SerializationTraits<v1::SummarizeChunk>::Serialize(pending_.front(), &writing_,
+                                                                 &own_buffer);
+        last = pending_.front().done();
         pending_.pop_front();
         chunk = &writing_;
-        last = writing_.done();
         write_in_flight_ = !last;
         finished_ = last;
       } else if (finish_status_.has_value()) {
@@ -249,13 +282,15 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
 
   DocumentService& service_;
   grpc::CallbackServerContext* context_;
+  v1::SummarizeRequest request_;  // parsed from the call's bytes
+  const bool parsed_;
   const RequestRecorder recorder_;
   bool counted_ = false;
   v1::SummarizeResponse response_;
   size_t streamed_bytes_ = 0;  // text sent in token chunks (compute thread)
   absl::Mutex mu_;
   std::deque<v1::SummarizeChunk> pending_ ABSL_GUARDED_BY(mu_);
-  v1::SummarizeChunk writing_;  // in flight; gRPC reads it until OnWriteDone
+  grpc::ByteBuffer writing_;  // in flight; gRPC reads it until OnWriteDone
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   // Set by Complete: finish with it once the pending chunks are written.
@@ -263,8 +298,8 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<v1:
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-grpc::ServerWriteReactor<v1::SummarizeChunk>* DocumentService::SummarizeStream(
-    grpc::CallbackServerContext* context, const v1::SummarizeRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* DocumentService::SummarizeStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new SummaryStream(*this, context, request);
 }
 

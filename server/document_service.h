@@ -4,7 +4,9 @@
 // the HTTP JSON API shares; the reactor finishes from the
 // thread that ran the batch (the compute thread) with the response, its cost report also as
 // trailing metadata (x-docsparse-*), and the request's metrics. Requests whose client left or whose
-// deadline passed while queued are answered without compute.
+// deadline passed while queued are answered without compute. Every method
+// is registered raw and parses its request itself, so bytes that are not the
+// request message get INVALID_ARGUMENT (server/parsed_unary_call.h).
 #ifndef DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 #define DOCSPARSE_SERVER_DOCUMENT_SERVICE_H_
 
@@ -15,11 +17,20 @@
 
 #include "docsparse/v1/docsparse.grpc.pb.h"
 #include "server/metrics.h"
+#include "server/parsed_unary_call.h"
 #include "server/request_runner.h"
 
 namespace docsparse {
 
-class DocumentService final : public v1::DocumentService::CallbackService {
+// Every method raw: the bytes come to us unparsed.
+using RawDocumentService = v1::DocumentService::WithRawCallbackMethod_Embed<
+    v1::DocumentService::WithRawCallbackMethod_Classify<
+        v1::DocumentService::WithRawCallbackMethod_Summarize<
+            v1::DocumentService::WithRawCallbackMethod_SummarizeStream<
+                v1::DocumentService::WithRawCallbackMethod_ListModels<
+                    v1::DocumentService::Service>>>>>;
+
+class DocumentService final : public RawDocumentService {
  public:
   // Borrows the runner, which must outlive the gRPC server. Until the
   // runner is ready, and again once draining, every RPC but ListModels
@@ -28,28 +39,32 @@ class DocumentService final : public v1::DocumentService::CallbackService {
   explicit DocumentService(RequestRunner& runner);
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
-                                  const v1::EmbedRequest* request,
-                                  v1::EmbedResponse* response) override;
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Classify(grpc::CallbackServerContext* context,
-                                     const v1::ClassifyRequest* request,
-                                     v1::ClassifyResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Summarize(grpc::CallbackServerContext* context,
-                                      const v1::SummarizeRequest* request,
-                                      v1::SummarizeResponse* response) override;
-  grpc::ServerWriteReactor<v1::SummarizeChunk>* SummarizeStream(
-      grpc::CallbackServerContext* context, const v1::SummarizeRequest* request) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* SummarizeStream(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
-                                       const v1::ListModelsRequest* request,
-                                       v1::ListModelsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   class SummaryStream;
 
-  // Prepares the request with `prepare`, queues its job, and finishes the
-  // unary reactor when the job completes (or at once on an error).
+  // Parses the request bytes, prepares the request with `prepare`, queues
+  // its job, and responds when the job completes (or at once on an error).
   template <typename Request, typename Response, typename Prepare>
-  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context, const Request* request,
-                                     Response* response, MetricTask task, Prepare prepare);
+  grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                                     MetricTask task, Prepare prepare);
+  // What request bytes that do not parse are answered: `invalid`, or
+  // UNAUTHENTICATED first when the caller's token is not good.
+  grpc::Status Refuse(grpc::CallbackServerContext* context, const grpc::Status& invalid) const;
   // Submits a prepared job bound to `context` (its deadline and whether its
   // client left); the status to finish with when it cannot be queued.
   absl::Status Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,

@@ -580,7 +580,9 @@ class HttpApi::Routes {
     absl::StatusOr<const ServedModel*> model = backend.registry.Find(common.model);
     if (!model.ok()) {
       return WriteError(res, dialect,
-                        absl::NotFoundError(absl::StrCat("model: ", model.status().message())));
+                        absl::IsNotFound(model.status())
+                            ? absl::NotFoundError(absl::StrCat("model: ", model.status().message()))
+                            : model.status());
     }
     if (dimensions->has_value() && **dimensions != (*model)->config.hidden_size) {
       return WriteError(

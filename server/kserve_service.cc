@@ -27,13 +27,6 @@ constexpr char kServerVersion[] = "0.1.0";
 constexpr char kPlatform[] = "docsparse";
 constexpr char kModelVersion[] = "1";
 
-grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
-                                    const grpc::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
-}
-
 void AddTensorMetadata(
     const std::string& name, const std::string& datatype, std::vector<int64_t> shape,
     google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>* tensors) {
@@ -70,19 +63,18 @@ double Seconds(BatchClock::duration duration) {
 // requests and responses the jobs borrow live here.
 class KServeService::InferCall : public std::enable_shared_from_this<InferCall> {
  public:
-  InferCall(const KServeService& service, grpc::CallbackServerContext* context,
-            const inference::ModelInferRequest& request, inference::ModelInferResponse* response)
+  using Rpc = ParsedUnaryCall<inference::ModelInferRequest, inference::ModelInferResponse>;
+
+  InferCall(const KServeService& service, Rpc* rpc)
       : service_(service),
-        context_(context),
-        reactor_(context->DefaultReactor()),
-        request_(request),
-        response_(response),
-        metrics_(service.MetricsFor(request.model_name())),
+        context_(rpc->context()),
+        rpc_(rpc),
+        request_(rpc->request()),
+        response_(rpc->response()),
+        metrics_(service.MetricsFor(request_.model_name())),
         received_(BatchClock::now()) {
     metrics_.AddInflight(1);
   }
-
-  grpc::ServerUnaryReactor* reactor() const { return reactor_; }
 
   // Validates the request, prepares its jobs and submits them; an error
   // before any job is queued finishes the RPC at once.
@@ -274,12 +266,12 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
     }
     metrics_.ObserveRequest(observation);
     metrics_.AddInflight(-1);
-    reactor_->Finish(ToGrpcStatus(status));
+    rpc_->Respond(ToGrpcStatus(status));
   }
 
   const KServeService& service_;
   grpc::CallbackServerContext* const context_;
-  grpc::ServerUnaryReactor* const reactor_;
+  Rpc* const rpc_;
   const inference::ModelInferRequest& request_;
   inference::ModelInferResponse* const response_;
   ModelMetrics& metrics_;
@@ -322,67 +314,120 @@ absl::StatusOr<const ServedModel*> KServeService::FindModel(const std::string& n
   return model;
 }
 
+template <typename Request, typename Response, typename Answer>
+grpc::ServerUnaryReactor* KServeService::Unary(grpc::CallbackServerContext* context,
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response, Access access,
+                                               Answer answer) {
+  using Call = ParsedUnaryCall<Request, Response>;
+  return Call::Start(
+      context, request, response,
+      [this, context, access](const grpc::Status& invalid) {
+        if (access == Access::kOpen) return invalid;
+        const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
+        return allowed.ok() ? invalid : ToGrpcStatus(allowed);
+      },
+      [answer](Call* call) {
+        call->Respond(answer(*call->context(), call->request(), call->response()));
+      });
+}
+
 grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
-                                                    const inference::ServerLiveRequest*,
-                                                    inference::ServerLiveResponse* response) {
-  response->set_live(true);
-  return FinishNow(context, grpc::Status::OK);
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return Unary<inference::ServerLiveRequest, inference::ServerLiveResponse>(
+      context, request, response, Access::kOpen,
+      [](const grpc::CallbackServerContext&, const inference::ServerLiveRequest&,
+         inference::ServerLiveResponse* live) {
+        live->set_live(true);
+        return grpc::Status::OK;
+      });
 }
 
 grpc::ServerUnaryReactor* KServeService::ServerReady(grpc::CallbackServerContext* context,
-                                                     const inference::ServerReadyRequest*,
-                                                     inference::ServerReadyResponse* response) {
-  response->set_ready(ready());
-  return FinishNow(context, grpc::Status::OK);
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return Unary<inference::ServerReadyRequest, inference::ServerReadyResponse>(
+      context, request, response, Access::kOpen,
+      [this](const grpc::CallbackServerContext&, const inference::ServerReadyRequest&,
+             inference::ServerReadyResponse* ready_response) {
+        ready_response->set_ready(ready());
+        return grpc::Status::OK;
+      });
 }
 
 grpc::ServerUnaryReactor* KServeService::ModelReady(grpc::CallbackServerContext* context,
-                                                    const inference::ModelReadyRequest* request,
-                                                    inference::ModelReadyResponse* response) {
-  absl::StatusOr<const ServedModel*> model = FindModel(request->name(), request->version(), "name");
-  if (!model.ok()) return FinishNow(context, ToGrpcStatus(model.status()));
-  // Models load before the server starts; ready is the warm-up being done.
-  response->set_ready(ready());
-  return FinishNow(context, grpc::Status::OK);
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return Unary<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+      context, request, response, Access::kOpen,
+      [this](const grpc::CallbackServerContext&, const inference::ModelReadyRequest& asked,
+             inference::ModelReadyResponse* ready_response) {
+        absl::StatusOr<const ServedModel*> model = FindModel(asked.name(), asked.version(), "name");
+        if (!model.ok()) return ToGrpcStatus(model.status());
+        // Models load before the server starts; ready is the warm-up being done.
+        ready_response->set_ready(ready());
+        return grpc::Status::OK;
+      });
 }
 
-grpc::ServerUnaryReactor* KServeService::ServerMetadata(
-    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
-    inference::ServerMetadataResponse* response) {
-  response->set_name(kServerName);
-  response->set_version(kServerVersion);
-  return FinishNow(context, grpc::Status::OK);
+grpc::ServerUnaryReactor* KServeService::ServerMetadata(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
+  return Unary<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
+      context, request, response, Access::kOpen,
+      [](const grpc::CallbackServerContext&, const inference::ServerMetadataRequest&,
+         inference::ServerMetadataResponse* metadata) {
+        metadata->set_name(kServerName);
+        metadata->set_version(kServerVersion);
+        return grpc::Status::OK;
+      });
 }
 
-grpc::ServerUnaryReactor* KServeService::ModelMetadata(
-    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
-    inference::ModelMetadataResponse* response) {
-  if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(*context), request->name());
-      !allowed.ok()) {
-    return FinishNow(context, ToGrpcStatus(allowed));
-  }
-  absl::StatusOr<const ServedModel*> model = FindModel(request->name(), request->version(), "name");
-  if (!model.ok()) return FinishNow(context, ToGrpcStatus(model.status()));
-  response->set_name((*model)->name);
-  response->add_versions(kModelVersion);
-  response->set_platform(kPlatform);
-  AddTensorMetadata(kKServeTextInput, "BYTES", {-1}, response->mutable_inputs());
-  if ((*model)->serving.HasTask(Task::kEmbed)) {
-    AddTensorMetadata(kKServeEmbeddingOutput, "FP32", {-1, (*model)->config.hidden_size},
-                      response->mutable_outputs());
-  }
-  if ((*model)->serving.HasTask(Task::kClassify)) {
-    AddTensorMetadata(kKServeScoresOutput, "FP32", {-1, -1}, response->mutable_outputs());
-  }
-  return FinishNow(context, grpc::Status::OK);
+grpc::ServerUnaryReactor* KServeService::ModelMetadata(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return Unary<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      context, request, response, Access::kToken,
+      [this](const grpc::CallbackServerContext& call_context,
+             const inference::ModelMetadataRequest& asked,
+             inference::ModelMetadataResponse* metadata) {
+        if (absl::Status allowed = runner_.Authorize(GrpcAuthorization(call_context), asked.name());
+            !allowed.ok()) {
+          return ToGrpcStatus(allowed);
+        }
+        absl::StatusOr<const ServedModel*> model = FindModel(asked.name(), asked.version(), "name");
+        if (!model.ok()) return ToGrpcStatus(model.status());
+        metadata->set_name((*model)->name);
+        metadata->add_versions(kModelVersion);
+        metadata->set_platform(kPlatform);
+        AddTensorMetadata(kKServeTextInput, "BYTES", {-1}, metadata->mutable_inputs());
+        if ((*model)->serving.HasTask(Task::kEmbed)) {
+          AddTensorMetadata(kKServeEmbeddingOutput, "FP32", {-1, (*model)->config.hidden_size},
+                            metadata->mutable_outputs());
+        }
+        if ((*model)->serving.HasTask(Task::kClassify)) {
+          AddTensorMetadata(kKServeScoresOutput, "FP32", {-1, -1}, metadata->mutable_outputs());
+        }
+        return grpc::Status::OK;
+      });
 }
 
 grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext* context,
-                                                    const inference::ModelInferRequest* request,
-                                                    inference::ModelInferResponse* response) {
-  auto call = std::make_shared<InferCall>(*this, context, *request, response);
-  call->Start();
-  return call->reactor();
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return InferCall::Rpc::Start(
+      context, request, response,
+      [this, context](const grpc::Status& invalid) {
+        const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
+        const grpc::Status status = allowed.ok() ? invalid : ToGrpcStatus(allowed);
+        RequestObservation observation;
+        observation.task = MetricTask::kInfer;
+        observation.code = status.error_code();
+        runner_.UnknownMetrics().ObserveRequest(observation);
+        return status;
+      },
+      [this](InferCall::Rpc* rpc) { std::make_shared<InferCall>(*this, rpc)->Start(); });
 }
 
 }  // namespace docsparse

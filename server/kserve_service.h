@@ -19,11 +19,22 @@
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/parsed_unary_call.h"
 #include "server/request_runner.h"
 
 namespace docsparse {
 
-class KServeService final : public inference::GRPCInferenceService::CallbackService {
+// Every method raw: the bytes come to us unparsed, so bytes that are not the
+// request message get INVALID_ARGUMENT (server/parsed_unary_call.h).
+using RawKServeService = inference::GRPCInferenceService::WithRawCallbackMethod_ServerLive<
+    inference::GRPCInferenceService::WithRawCallbackMethod_ServerReady<
+        inference::GRPCInferenceService::WithRawCallbackMethod_ModelReady<
+            inference::GRPCInferenceService::WithRawCallbackMethod_ServerMetadata<
+                inference::GRPCInferenceService::WithRawCallbackMethod_ModelMetadata<
+                    inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                        inference::GRPCInferenceService::Service>>>>>>;
+
+class KServeService final : public RawKServeService {
  public:
   // Borrows both; they must outlive the gRPC server. Requests run through
   // the runner DocumentService and the HTTP API share; ServerReady /
@@ -33,28 +44,38 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   bool ready() const { return runner_.ready(); }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
-                                       const inference::ServerLiveRequest* request,
-                                       inference::ServerLiveResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
-                                        const inference::ServerReadyRequest* request,
-                                        inference::ServerReadyResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   // NOT_FOUND for an unknown model or version; else whether it is ready.
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
-                                       const inference::ModelReadyRequest* request,
-                                       inference::ModelReadyResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
-                                           const inference::ServerMetadataRequest* request,
-                                           inference::ServerMetadataResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   // Platform "docsparse", input "text", the outputs of the model's tasks.
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
-                                          const inference::ModelMetadataRequest* request,
-                                          inference::ModelMetadataResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   class InferCall;
+  // Whether request bytes that do not parse are answered INVALID_ARGUMENT
+  // to anyone (health and readiness), or only to a caller with a good token.
+  enum class Access { kOpen, kToken };
+
+  // Parses the request bytes and responds with what `answer(context,
+  // request, response)` returns.
+  template <typename Request, typename Response, typename Answer>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                                  Access access, Answer answer);
 
   // The model `name` at `version` ("" or "1"); `field` names the request's
   // name field in errors.

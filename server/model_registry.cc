@@ -240,8 +240,28 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
   return registry;
 }
 
+namespace {
+
+// Why `name` cannot be a model folder's name; empty when it can be.
+std::string NotAFolderName(const std::string& name) {
+  if (name.size() > 255) return "over 255 bytes";
+  if (name == "." || name == "..") return "a path, not a folder name";
+  for (const char c : name) {
+    if (c == '/' || c == '\\') return "a path, not a folder name";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "a control character in it";
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) const {
   if (name.empty()) return default_model_;
+  if (const std::string why = NotAFolderName(name); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model: ", Quote(name.substr(0, 64)),
+                                                   name.size() > 64 ? "..." : "",
+                                                   " is not a model name (", why, ")"));
+  }
   auto it = models_.find(name);
   if (it != models_.end()) return it->second.get();
   if (const auto failed = failed_.find(name); failed != failed_.end()) return failed->second;

@@ -89,7 +89,9 @@ class ModelRegistry {
   // The model named `name`; an empty name means the default model (the one
   // whose docsparse.json says "default": true, else the first by name).
   // UNAVAILABLE naming why for a model that failed to load; NotFound lists
-  // the models there are.
+  // the models there are; INVALID_ARGUMENT for a name no folder can have
+  // (a path such as "../x", a control character, over 255 bytes): a model
+  // name never reaches the file system, and says so rather than "not found".
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
   std::vector<const ServedModel*> models() const;
   // The folders that did not load: name -> why (UNAVAILABLE, "model 'x'

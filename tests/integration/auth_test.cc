@@ -3,6 +3,7 @@
 // (UNAUTHENTICATED / 401 with WWW-Authenticate) and a token outside its
 // models (PERMISSION_DENIED / 403); health and metrics stay open unless
 // --auth_protect_health_and_metrics.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -98,6 +100,24 @@ TEST_F(AuthTest, GrpcWantsAKnownTokenForTheModel) {
   inference::ModelInferResponse inferred;
   EXPECT_EQ(kserve->ModelInfer(&infer_context, infer, &inferred).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  // Bytes that are not a request: UNAUTHENTICATED without a token (the
+  // caller learns nothing of the message), INVALID_ARGUMENT with one.
+  for (const std::string& token : {std::string(), std::string(kAdmin)}) {
+    grpc::GenericStub generic(
+        grpc::CreateChannel(server_.grpc_address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext garbage_context;
+    if (!token.empty()) garbage_context.AddMetadata("authorization", "Bearer " + token);
+    grpc::Slice slice(std::string("\x0f\x01\x02", 3));
+    const grpc::ByteBuffer garbage(&slice, 1);
+    grpc::ByteBuffer answer;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&garbage_context, "/docsparse.v1.DocumentService/Embed", grpc::StubOptions(),
+                      &garbage, &answer, [&done](grpc::Status status) { done.set_value(status); });
+    const grpc::Status status = done.get_future().get();
+    EXPECT_EQ(status.error_code(), token.empty() ? grpc::StatusCode::UNAUTHENTICATED
+                                                 : grpc::StatusCode::INVALID_ARGUMENT)
+        << status.error_message();
+  }
   // Readiness stays open (KServe's and gRPC health's).
   grpc::ClientContext ready_context;
   inference::ServerReadyResponse ready;

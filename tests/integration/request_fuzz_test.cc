@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -375,15 +376,17 @@ struct RawResult {
   std::vector<std::string> responses;
 };
 
-// Calls `method` with `payload` as the one request message, as a stream so
-// the same code serves unary and server-streaming methods.
-RawResult CallRaw(grpc::GenericStub& stub, const std::string& method, const std::string& payload) {
+// Calls `path` ("/package.Service/Method") with `payload` as the one request
+// message, as a stream so the same code serves unary and server-streaming
+// methods.
+RawResult CallRawPath(grpc::GenericStub& stub, const std::string& path,
+                      const std::string& payload) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
   grpc::CompletionQueue queue;
   RawResult result;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
-      stub.PrepareCall(&context, kService + method, &queue);
+      stub.PrepareCall(&context, path, &queue);
   const auto wait = [&queue]() {
     void* tag = nullptr;
     bool ok = false;
@@ -418,6 +421,11 @@ RawResult CallRaw(grpc::GenericStub& stub, const std::string& method, const std:
   while (queue.Next(&tag, &ok)) {
   }
   return result;
+}
+
+// Calls DocumentService's `method`.
+RawResult CallRaw(grpc::GenericStub& stub, const std::string& method, const std::string& payload) {
+  return CallRawPath(stub, kService + method, payload);
 }
 
 // Valid requests of each method, serialised: the material the mutations
@@ -647,19 +655,18 @@ std::string JudgeRaw(const std::string& method, const std::string& payload,
     }
     case grpc::StatusCode::INTERNAL:
       return parses ? "INTERNAL for a valid request message: " + result.status.error_message() : "";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      // gRPC's callback API answers a payload it cannot deserialize with
-      // UNIMPLEMENTED and no message before docsparse sees it (a known
-      // limitation, README "Choices"). A request that parses must never get it.
-      return parses ? "UNIMPLEMENTED for a valid request message" : "";
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::RESOURCE_EXHAUSTED: {
       if (!parses) {
-        // An INVALID_ARGUMENT that says the request is malformed is fine.
-        return code == grpc::StatusCode::INVALID_ARGUMENT && !result.status.error_message().empty()
+        // The methods parse their own bytes (server/parsed_unary_call.h):
+        // bytes that are not the message are INVALID_ARGUMENT saying so.
+        return code == grpc::StatusCode::INVALID_ARGUMENT &&
+                       absl::StartsWith(result.status.error_message(),
+                                        "request: the bytes are not a")
                    ? ""
-                   : "a validation error for bytes that are not a request message";
+                   : "bytes that are not a request message answered " +
+                         result.status.error_message();
       }
       for (const char* field : {"document", "budget", "labels", "temperature", "extractive",
                                 "generation", "options", "model", "pooling", "queue"}) {
@@ -673,6 +680,46 @@ std::string JudgeRaw(const std::string& method, const std::string& payload,
       return absl::StrCat("code ", code, " (request parses: ", parses,
                           "): ", result.status.error_message());
   }
+}
+
+TEST_F(RequestFuzzTest, BytesThatAreNotTheRequestGetInvalidArgumentOnEveryMethod) {
+  grpc::GenericStub stub(
+      grpc::CreateChannel(server_->grpc_address(), grpc::InsecureChannelCredentials()));
+  // method path -> its request message
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"/docsparse.v1.DocumentService/Embed", "docsparse.v1.EmbedRequest"},
+      {"/docsparse.v1.DocumentService/Classify", "docsparse.v1.ClassifyRequest"},
+      {"/docsparse.v1.DocumentService/Summarize", "docsparse.v1.SummarizeRequest"},
+      {"/docsparse.v1.DocumentService/SummarizeStream", "docsparse.v1.SummarizeRequest"},
+      {"/docsparse.v1.DocumentService/ListModels", "docsparse.v1.ListModelsRequest"},
+      {"/inference.GRPCInferenceService/ServerLive", "inference.ServerLiveRequest"},
+      {"/inference.GRPCInferenceService/ServerReady", "inference.ServerReadyRequest"},
+      {"/inference.GRPCInferenceService/ModelReady", "inference.ModelReadyRequest"},
+      {"/inference.GRPCInferenceService/ServerMetadata", "inference.ServerMetadataRequest"},
+      {"/inference.GRPCInferenceService/ModelMetadata", "inference.ModelMetadataRequest"},
+      {"/inference.GRPCInferenceService/ModelInfer", "inference.ModelInferRequest"},
+  };
+  // A field 1 of wire type 7 (none), a length past the end, a varint that
+  // never ends, an end-group tag with no group.
+  const std::vector<std::string> garbage = {std::string("\x0f\x01\x02", 3),
+                                            std::string("\x0a\x7f"
+                                                        "abc",
+                                                        5),
+                                            std::string(12, '\xff'), std::string("\x0c", 1)};
+  for (const auto& [path, message] : methods) {
+    for (const std::string& payload : garbage) {
+      const RawResult result = CallRawPath(stub, path, payload);
+      EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << path << " " << Printable(payload, 12) << ": " << result.status.error_message();
+      EXPECT_EQ(result.status.error_message().rfind("request: the bytes are not a " + message, 0),
+                0u)
+          << path << ": " << result.status.error_message();
+    }
+  }
+  // The server still answers.
+  v1::EmbedRequest request;
+  request.mutable_document()->set_text("A short document after the garbage.");
+  EXPECT_TRUE(Embed(request).status.ok());
 }
 
 TEST_F(RequestFuzzTest, MutatedBytesToEveryMethodEndWithAStatus) {
@@ -992,19 +1039,21 @@ TEST_F(RequestFuzzTest, AdversarialFieldsGetOkOrANamedError) {
     ExpectError("summarize token ids", Summarize(summarize), invalid, {"document.token_ids"});
   }
 
-  // Models.
-  for (const std::string& model : {std::string("MINILM"), std::string("minilm\0", 7),
-                                   std::string("../minilm"), std::string(300, 'm')}) {
-    v1::EmbedRequest request = EmbedText(kShort);
-    request.set_model(model);
-    ExpectError("model " + Printable(model, 20), Embed(request), absl::StatusCode::kNotFound,
-                {"model"});
-  }
+  // Models: a name no folder has is NOT_FOUND; one no folder can have (a
+  // path, a control character, over 255 bytes) INVALID_ARGUMENT.
   {
     v1::EmbedRequest request = EmbedText(kShort);
-    request.set_model(std::string(20000, 'm'));
-    ExpectError("model name of 20000 bytes", Embed(request), absl::StatusCode::kNotFound,
-                {"model"});
+    request.set_model("MINILM");
+    ExpectError("model MINILM", Embed(request), absl::StatusCode::kNotFound, {"model"});
+  }
+  for (const std::string& model :
+       {std::string("minilm\0", 7), std::string("../minilm"), std::string("/etc/passwd"),
+        std::string(".."), std::string("minilm\\..\\x"), std::string(300, 'm'),
+        std::string(20000, 'm')}) {
+    v1::EmbedRequest request = EmbedText(kShort);
+    request.set_model(model);
+    ExpectError("model " + Printable(model, 20), Embed(request), invalid,
+                {"model", "is not a model name"});
   }
   for (const char* task : {"classify", "summarize"}) {
     v1::ClassifyRequest classify;
