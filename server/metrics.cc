@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/process_memory.h"
 
 namespace docsparse {
 
@@ -598,6 +599,28 @@ std::vector<prometheus::MetricFamily> LabelCacheFamilies(
   };
 }
 
+// The process's memory at this scrape (server/process_memory.h says why
+// RSS alone is not enough).
+std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory) {
+  const auto gauge = [](std::string name, std::string help, int64_t value) {
+    prometheus::ClientMetric metric;
+    metric.gauge.value = static_cast<double>(value);
+    return prometheus::MetricFamily{std::move(name), std::move(help),
+                                    prometheus::MetricType::Gauge, {std::move(metric)}};
+  };
+  return {
+      gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+            memory.resident_bytes),
+      gauge("docsparse_heap_in_use_bytes",
+            "Bytes allocated on the heap and not freed (glibc mallinfo2); falls back when "
+            "requests end, unlike the resident size.",
+            memory.heap_in_use_bytes),
+      gauge("docsparse_heap_free_bytes",
+            "Bytes freed and kept on the heap for reuse (the server does not trim its heap).",
+            memory.heap_free_bytes),
+  };
+}
+
 }  // namespace
 
 Metrics::Metrics(std::string version)
@@ -652,6 +675,9 @@ ModelMetrics* Metrics::Find(std::string_view model) const {
 
 std::string Metrics::Render() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& family : MemoryFamilies(ReadProcessMemory())) {
+    families.push_back(std::move(family));
+  }
   absl::MutexLock lock(&mu_);
   if (!label_caches_.empty()) {
     for (prometheus::MetricFamily& family : LabelCacheFamilies(label_caches_)) {

@@ -37,6 +37,9 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
     {"docsparse_decode_step_seconds", "histogram"},
     {"docsparse_generation_cancelled_total", "counter"},
     {"docsparse_model_load_seconds", "gauge"},
+    {"process_resident_memory_bytes", "gauge"},
+    {"docsparse_heap_in_use_bytes", "gauge"},
+    {"docsparse_heap_free_bytes", "gauge"},
 };
 
 using ::docsparse::testing::Exposition;
