@@ -9,8 +9,8 @@
 #include <openssl/x509.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +18,6 @@
 #include <iterator>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 
