@@ -1,9 +1,13 @@
 #include "model/attention/attention_planner.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/quote.h"
 #include "model/attention/mask_map.h"
 #include "model/attention/sbm_attention.h"
 
@@ -22,15 +26,25 @@ absl::Status AttentionPlanner::ValidateKnobs(const AttentionKnobValues&) const {
 absl::Status CheckRequestKnobs(const AttentionPlanner& planner, const AttentionKnobValues& knobs,
                                std::string_view field_prefix_view) {
   const std::string field_prefix(field_prefix_view);
+  // The field that holds the knobs ("budget.knobs"), for what is not one knob's.
+  const std::string field(absl::StripSuffix(field_prefix, "."));
   const std::map<std::string, KnobRange> ranges = planner.Knobs();
   for (const auto& [name, value] : knobs) {
     const auto range = ranges.find(name);
     if (range == ranges.end()) {
       std::vector<std::string> names;
       for (const auto& [known, unused] : ranges) names.push_back(known);
-      return absl::InvalidArgumentError(absl::StrCat(
-          field_prefix, name, ": not a knob of ", std::string(planner.name()), " attention",
-          names.empty() ? " (it has none)" : absl::StrCat(" (", absl::StrJoin(names, ", "), ")")));
+      // The name is whatever the client sent: one that does not read as a
+      // knob's goes quoted and cut (common/quote.h) under the map's field.
+      const bool plain =
+          !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+            return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+          });
+      const std::string known = absl::StrCat(
+          "not a knob of ", std::string(planner.name()), " attention",
+          names.empty() ? " (it has none)" : absl::StrCat(" (", absl::StrJoin(names, ", "), ")"));
+      if (plain) return absl::InvalidArgumentError(absl::StrCat(field_prefix, name, ": ", known));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", Quote(name), " is ", known));
     }
     const KnobRange& r = range->second;
     if (!std::isfinite(value) || value < r.min || value > r.max ||
@@ -40,7 +54,11 @@ absl::Status CheckRequestKnobs(const AttentionPlanner& planner, const AttentionK
                                                      ", ", r.max, "]"));
     }
   }
-  return planner.ValidateKnobs(StartingKnobs(planner, knobs));
+  // A combination the planner cannot run names its knobs itself; it goes
+  // under the field that holds them ("budget.knobs: window: 63 must be even").
+  const absl::Status combination = planner.ValidateKnobs(StartingKnobs(planner, knobs));
+  if (combination.ok()) return combination;
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", combination.message()));
 }
 
 AttentionKnobValues StartingKnobs(const AttentionPlanner& planner,

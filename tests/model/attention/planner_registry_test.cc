@@ -100,6 +100,45 @@ TEST(PlannerRegistryTest, RequestKnobsAreCheckedByNameAndRange) {
       << none;
 }
 
+// tests/fuzz/request_bytes_fuzz.cc found combinations refused in the
+// planner's own words ("lsg knobs: field 'sparsity_factor': 17 is out of
+// range [0, block_size=4]", "window: 63 must be even"), without the request
+// field every other refusal starts with.
+TEST(PlannerRegistryTest, CombinationsAreRefusedUnderTheirField) {
+  absl::StatusOr<std::unique_ptr<AttentionPlanner>> lsg =
+      MakeAttentionPlanner(AttentionKind::kLsg, LsgEncoder());
+  ASSERT_TRUE(lsg.ok());
+  const absl::Status factor =
+      CheckRequestKnobs(**lsg, {{"block_size", 4}, {"sparsity_factor", 17}}, "budget.knobs.");
+  EXPECT_EQ(factor.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(factor.message().rfind("budget.knobs: ", 0), 0u) << factor;
+  EXPECT_NE(factor.message().find("sparsity_factor"), std::string::npos) << factor;
+
+  const std::unique_ptr<AttentionPlanner> longformer = MakeLongformerPlanner(PlainEncoder());
+  const absl::Status odd = CheckRequestKnobs(*longformer, {{"window", 63}}, "budget.knobs.");
+  EXPECT_EQ(odd.message().rfind("budget.knobs: window: 63 must be even", 0), 0u) << odd;
+
+  PlannerSource source = LsgEncoder();
+  source.configured_knobs = {{"sparsity_factor", 3}};
+  const absl::Status configured = MakeAttentionPlanner(AttentionKind::kLsg, source).status();
+  EXPECT_EQ(configured.message().rfind("attention.knobs: ", 0), 0u) << configured;
+}
+
+// A knob name is whatever the client sent: echoed whole, a 2,000-byte one
+// gave a 2 KB refusal (tests/fuzz/request_bytes_fuzz.cc holds refusals to
+// 1 KiB; gRPC clients drop trailers over 8 KiB), and "a: b" forged the
+// "field: problem" form.
+TEST(PlannerRegistryTest, KnobNamesThatAreNotNamesAreQuotedAndCut) {
+  const std::unique_ptr<AttentionPlanner> dense = MakeDensePlanner(PlainEncoder());
+  const absl::Status long_name =
+      CheckRequestKnobs(*dense, {{std::string(2000, 'x'), 1}}, "budget.knobs.");
+  EXPECT_EQ(long_name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(long_name.message().rfind("budget.knobs: 'xxxx", 0), 0u) << long_name;
+  EXPECT_LT(long_name.message().size(), 200u) << long_name;
+  const absl::Status colon = CheckRequestKnobs(*dense, {{"a: b", 1}}, "budget.knobs.");
+  EXPECT_EQ(colon.message(), "budget.knobs: 'a: b' is not a knob of dense attention (it has none)");
+}
+
 TEST(PlannerRegistryTest, FitsArePricedByThePlannersOwnPrice) {
   for (const PlannerSource& source : {PlainEncoder(), LsgEncoder()}) {
     for (AttentionKind kind : AvailablePlannerKinds(source)) {
