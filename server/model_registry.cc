@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
@@ -258,9 +259,9 @@ std::string NotAFolderName(const std::string& name) {
 absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) const {
   if (name.empty()) return default_model_;
   if (const std::string why = NotAFolderName(name); !why.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("model: ", Quote(name.substr(0, 64)),
-                                                   name.size() > 64 ? "..." : "",
-                                                   " is not a model name (", why, ")"));
+    // Escaped: the name may hold control characters (a forged log line).
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: ", Quote(absl::CHexEscape(name)), " is not a model name (", why, ")"));
   }
   auto it = models_.find(name);
   if (it != models_.end()) return it->second.get();
