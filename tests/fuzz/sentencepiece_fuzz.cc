@@ -31,6 +31,7 @@
 #include "model/text/sentencepiece_tokenizer.h"
 #include "model/text/unicode_text.h"
 #include "model/text/unigram_model.h"
+#include "tests/fuzz/scratch_dir.h"
 
 namespace {
 
@@ -50,16 +51,7 @@ constexpr std::string_view kTexts[] = {
     std::string_view(kMalformed, sizeof(kMalformed) - 1),
 };
 
-const fs::path& ScratchDir() {
-  static const fs::path* dir = [] {
-    auto* path = new fs::path(fs::temp_directory_path() /
-                              ("docsparse-sentencepiece-fuzz." + std::to_string(getpid())));
-    fs::create_directories(*path);
-    std::atexit([] { fs::remove_all(ScratchDir()); });
-    return path;
-  }();
-  return *dir;
-}
+const fs::path& ScratchDir() { return docsparse::FuzzScratchDir("sentencepiece"); }
 
 void CheckModel(const docsparse::SentencePieceModel& model) {
   const std::vector<docsparse::SentencePieceEntry>& pieces = model.pieces();

@@ -30,22 +30,13 @@
 
 #include "model/text/tokenizer_loader.h"
 #include "model/text/unicode_text.h"
+#include "tests/fuzz/scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// This process's folder (libFuzzer's -jobs run several processes at once).
-const fs::path& ScratchDir() {
-  static const fs::path* dir = [] {
-    auto* path = new fs::path(fs::temp_directory_path() /
-                              ("docsparse-tokenizer-json-fuzz." + std::to_string(getpid())));
-    fs::create_directories(*path);
-    std::atexit([] { fs::remove_all(ScratchDir()); });
-    return path;
-  }();
-  return *dir;
-}
+const fs::path& ScratchDir() { return docsparse::FuzzScratchDir("tokenizer-json"); }
 
 void WriteFile(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
