@@ -3,6 +3,13 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// The sanitizer runtime's allocator statistics (sanitizer/allocator_interface.h,
+// which Debian's GCC does not install).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+extern "C" size_t __sanitizer_get_free_bytes();
+#endif
+
 #include <fstream>
 
 namespace docsparse {
@@ -14,11 +21,18 @@ ProcessMemory ReadProcessMemory() {
   if (statm >> size_pages >> resident_pages) {
     memory.resident_bytes = resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
   }
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizers replace malloc with their own allocator (mallinfo2 reads
+  // glibc's, now empty): ask theirs (scripts/test --sanitize).
+  memory.heap_in_use_bytes = static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+  memory.heap_free_bytes = static_cast<int64_t>(__sanitizer_get_free_bytes());
+#else
   // mallinfo2 walks every arena under its lock: a few microseconds with the
   // one arena the server uses, once per scrape.
   const struct mallinfo2 info = mallinfo2();
   memory.heap_in_use_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
   memory.heap_free_bytes = static_cast<int64_t>(info.fordblks);
+#endif
   return memory;
 }
 

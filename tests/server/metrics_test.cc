@@ -238,7 +238,9 @@ TEST(MetricsTest, StatusCodesGaugesAndDrops) {
   observation.task = MetricTask::kInfer;
   observation.code = grpc::StatusCode::DEADLINE_EXCEEDED;
   model.ObserveRequest(observation);
-  observation.code = static_cast<grpc::StatusCode>(99);  // out of range: UNKNOWN
+  // Not a code: counted as UNKNOWN. 20, not 99: grpc::StatusCode has no
+  // fixed underlying type, so its values end at 31 (UBSan: 99 is undefined).
+  observation.code = static_cast<grpc::StatusCode>(20);
   model.ObserveRequest(observation);
   model.CountDropped(DropReason::kDeadline);
   model.CountDropped(DropReason::kQueueFull);
