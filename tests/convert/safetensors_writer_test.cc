@@ -55,7 +55,11 @@ TEST(SafetensorsWriterTest, RoundTripsEveryDtypeThroughTheReader) {
     EXPECT_EQ(view->dtype, expected.dtype) << expected.name;
     EXPECT_EQ(view->shape, expected.shape) << expected.name;
     ASSERT_EQ(view->nbytes, expected.nbytes) << expected.name;
-    EXPECT_EQ(std::memcmp(view->data, expected.data, expected.nbytes), 0) << expected.name;
+    // An empty tensor's data may be null; memcmp on null is undefined even
+    // for 0 bytes (UBSan).
+    if (expected.nbytes > 0) {
+      EXPECT_EQ(std::memcmp(view->data, expected.data, expected.nbytes), 0) << expected.name;
+    }
   }
 }
 
