@@ -44,12 +44,6 @@ absl::Status DocumentService::Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> 
                         [context] { return context->IsCancelled(); });
 }
 
-grpc::Status DocumentService::Refuse(grpc::CallbackServerContext* context,
-                                     const grpc::Status& invalid) const {
-  const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
-  return allowed.ok() ? invalid : ToGrpcStatus(allowed);
-}
-
 template <typename Request, typename Response, typename Prepare>
 grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* request_bytes,
@@ -59,7 +53,7 @@ grpc::ServerUnaryReactor* DocumentService::RunUnary(grpc::CallbackServerContext*
   return Call::Start(
       context, request_bytes, response_bytes,
       [this, context, task](const grpc::Status& invalid) {
-        const grpc::Status status = Refuse(context, invalid);
+        const grpc::Status status = RefuseUnparsed(runner_, *context, invalid);
         RequestRecorder(runner_.UnknownMetrics(), task).Finish(CodeOf(status), nullptr);
         return status;
       },
@@ -127,7 +121,9 @@ grpc::ServerUnaryReactor* DocumentService::ListModels(grpc::CallbackServerContex
   using Call = ParsedUnaryCall<v1::ListModelsRequest, v1::ListModelsResponse>;
   return Call::Start(
       context, request, response,
-      [this, context](const grpc::Status& invalid) { return Refuse(context, invalid); },
+      [this, context](const grpc::Status& invalid) {
+        return RefuseUnparsed(runner_, *context, invalid);
+      },
       [this](Call* call) {
         if (absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*call->context()));
             !allowed.ok()) {
@@ -155,8 +151,8 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
                           : service.runner_.UnknownMetrics(),
                   MetricTask::kSummarizeStream) {
     if (!parsed_) {
-      const grpc::Status refused =
-          service_.Refuse(context, UnparsedRequest(*v1::SummarizeRequest::descriptor()));
+      const grpc::Status refused = RefuseUnparsed(
+          service_.runner_, *context, UnparsedRequest(*v1::SummarizeRequest::descriptor()));
       Complete(absl::Status(static_cast<absl::StatusCode>(refused.error_code()),
                             refused.error_message()));
       return;

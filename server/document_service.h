@@ -62,9 +62,6 @@ class DocumentService final : public RawDocumentService {
   grpc::ServerUnaryReactor* RunUnary(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
                                      MetricTask task, Prepare prepare);
-  // What request bytes that do not parse are answered: `invalid`, or
-  // UNAUTHENTICATED first when the caller's token is not good.
-  grpc::Status Refuse(grpc::CallbackServerContext* context, const grpc::Status& invalid) const;
   // Submits a prepared job bound to `context` (its deadline and whether its
   // client left); the status to finish with when it cannot be queued.
   absl::Status Submit(absl::StatusOr<std::unique_ptr<EncodeJob>> job,

@@ -323,9 +323,7 @@ grpc::ServerUnaryReactor* KServeService::Unary(grpc::CallbackServerContext* cont
   return Call::Start(
       context, request, response,
       [this, context, access](const grpc::Status& invalid) {
-        if (access == Access::kOpen) return invalid;
-        const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
-        return allowed.ok() ? invalid : ToGrpcStatus(allowed);
+        return access == Access::kOpen ? invalid : RefuseUnparsed(runner_, *context, invalid);
       },
       [answer](Call* call) {
         call->Respond(answer(*call->context(), call->request(), call->response()));
@@ -419,8 +417,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   return InferCall::Rpc::Start(
       context, request, response,
       [this, context](const grpc::Status& invalid) {
-        const absl::Status allowed = runner_.Authenticate(GrpcAuthorization(*context));
-        const grpc::Status status = allowed.ok() ? invalid : ToGrpcStatus(allowed);
+        const grpc::Status status = RefuseUnparsed(runner_, *context, invalid);
         RequestObservation observation;
         observation.task = MetricTask::kInfer;
         observation.code = status.error_code();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
 
 namespace docsparse {
 
@@ -12,6 +13,12 @@ absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context) {
   const auto it = metadata.find("authorization");
   if (it == metadata.end()) return {};
   return absl::string_view(it->second.data(), it->second.size());
+}
+
+grpc::Status RefuseUnparsed(const RequestRunner& runner, const grpc::ServerContextBase& context,
+                            const grpc::Status& invalid) {
+  const absl::Status allowed = runner.Authenticate(GrpcAuthorization(context));
+  return allowed.ok() ? invalid : ToGrpcStatus(allowed);
 }
 
 BatchClock::time_point GrpcDeadline(const grpc::ServerContextBase& context) {

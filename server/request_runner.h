@@ -50,6 +50,13 @@ absl::string_view GrpcAuthorization(const grpc::ServerContextBase& context);
 // max when it has none.
 BatchClock::time_point GrpcDeadline(const grpc::ServerContextBase& context);
 
+class RequestRunner;
+// What request bytes that do not parse are answered (server/parsed_unary_call.h):
+// `invalid`, or the authentication error first when the call's token is not
+// good, so an unauthenticated caller learns nothing of the message.
+grpc::Status RefuseUnparsed(const RequestRunner& runner, const grpc::ServerContextBase& context,
+                            const grpc::Status& invalid);
+
 class RequestRunner {
  public:
   // Borrows everything; all must outlive the runner. Models must be
