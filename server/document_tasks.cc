@@ -107,7 +107,8 @@ absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& bud
   report->set_budget_met(BudgetMet(budget, job.cost));
   report->set_batch_size(result.batch_size);
   report->set_precision(std::string(PrecisionName(context.model->precision())));
-  report->set_isa(std::string(IsaName(HostCpuFeatures())));
+  report->set_isa(context.model->device().is_cpu() ? std::string(IsaName(HostCpuFeatures()))
+                                                   : std::string("cuda"));
   v1::Timings* timings = report->mutable_timings();
   timings->set_tokenize_ms(context.tokenize_ms);
   timings->set_queue_ms(Milliseconds(result.started - job.pending.enqueued));

@@ -605,8 +605,8 @@ std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory
   const auto gauge = [](std::string name, std::string help, int64_t value) {
     prometheus::ClientMetric metric;
     metric.gauge.value = static_cast<double>(value);
-    return prometheus::MetricFamily{std::move(name), std::move(help),
-                                    prometheus::MetricType::Gauge, {std::move(metric)}};
+    return prometheus::MetricFamily{
+        std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
   };
   return {
       gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
@@ -618,6 +618,26 @@ std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory
       gauge("docsparse_heap_free_bytes",
             "Bytes freed and kept on the heap for reuse (the server does not trim its heap).",
             memory.heap_free_bytes),
+  };
+}
+
+// The GPU's memory at this scrape.
+std::vector<prometheus::MetricFamily> DeviceMemoryFamilies(const std::string& device,
+                                                           const DeviceMemoryReading& memory) {
+  const auto gauge = [&device](std::string name, std::string help, int64_t value) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"device", device});
+    metric.gauge.value = static_cast<double>(value);
+    return prometheus::MetricFamily{
+        std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
+  };
+  return {
+      gauge("docsparse_gpu_memory_allocated_bytes", "GPU memory held by live tensors.",
+            memory.allocated_bytes),
+      gauge("docsparse_gpu_memory_reserved_bytes",
+            "GPU memory held by LibTorch's caching allocator (allocated plus cached blocks).",
+            memory.reserved_bytes),
+      gauge("docsparse_gpu_memory_total_bytes", "The GPU's memory.", memory.total_bytes),
   };
 }
 
@@ -664,6 +684,13 @@ void Metrics::SetLabelCacheSource(const std::string& model,
   label_caches_[model] = std::move(read);
 }
 
+void Metrics::SetDeviceMemorySource(const std::string& device,
+                                    std::function<DeviceMemoryReading()> read) {
+  absl::MutexLock lock(&mu_);
+  device_ = device;
+  device_memory_ = std::move(read);
+}
+
 ModelMetrics* Metrics::Find(std::string_view model) const {
   absl::MutexLock lock(&mu_);
   const auto it = models_.find(model);
@@ -679,6 +706,11 @@ std::string Metrics::Render() const {
     families.push_back(std::move(family));
   }
   absl::MutexLock lock(&mu_);
+  if (device_memory_) {
+    for (prometheus::MetricFamily& family : DeviceMemoryFamilies(device_, device_memory_())) {
+      families.push_back(std::move(family));
+    }
+  }
   if (!label_caches_.empty()) {
     for (prometheus::MetricFamily& family : LabelCacheFamilies(label_caches_)) {
       families.push_back(std::move(family));

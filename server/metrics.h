@@ -139,6 +139,13 @@ struct LabelCacheReading {
   uint64_t bytes = 0;
 };
 
+// The GPU the models run on, as the metrics read it at each scrape.
+struct DeviceMemoryReading {
+  int64_t allocated_bytes = 0;  // held by live tensors
+  int64_t reserved_bytes = 0;   // held by LibTorch's caching allocator
+  int64_t total_bytes = 0;      // the device's memory
+};
+
 // The whole exposition: every model's series plus build_info.
 // Thread-safe; RegisterModel and Render take a mutex, handles do not.
 class Metrics {
@@ -167,6 +174,12 @@ class Metrics {
   void SetLabelCacheSource(const std::string& model, std::function<LabelCacheReading()> read)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // docsparse_gpu_memory_{allocated,reserved,total}_bytes{device}: `read`
+  // is called at every scrape, as for SetLabelCacheSource. Unset on a CPU
+  // server: no GPU series.
+  void SetDeviceMemorySource(const std::string& device, std::function<DeviceMemoryReading()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // The handle for requests naming no loaded model (label model="unknown");
   // its series are rendered once something was observed on it.
   ModelMetrics& Unknown() { return *unknown_; }
@@ -189,6 +202,8 @@ class Metrics {
   // model -> its model_compute_info series, removed when replaced
   std::map<std::string, prometheus::Gauge*> compute_info_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::function<LabelCacheReading()>> label_caches_ ABSL_GUARDED_BY(mu_);
+  std::string device_ ABSL_GUARDED_BY(mu_);
+  std::function<DeviceMemoryReading()> device_memory_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace docsparse

@@ -15,8 +15,13 @@ ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
     limits.max_batch_size =
         max_batch_size_override > 0 ? max_batch_size_override : config.max_batch_size;
     limits.max_queue_delay = std::chrono::milliseconds(config.max_queue_delay_ms);
-    limits.max_batch_tokens = config.max_batch_tokens;
-    limits.max_batch_attention_flops = config.max_batch_attention_gflops * 1e9;
+    const bool gpu = !model->device().is_cpu();
+    limits.max_batch_tokens = config.max_batch_tokens.value_or(
+        gpu ? BatchingConfig::kGpuMaxBatchTokens : BatchingConfig::kCpuMaxBatchTokens);
+    limits.max_batch_attention_flops = config.max_batch_attention_gflops.value_or(
+                                           gpu ? BatchingConfig::kGpuMaxBatchAttentionGflops
+                                               : BatchingConfig::kCpuMaxBatchAttentionGflops) *
+                                       1e9;
     ModelMetrics* handle = metrics.Find(model->name);
     BatcherHooks hooks;
     if (handle != nullptr) {

@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<ModelPlanners>> MakePlanners(const std::string& p
 
 // A BART / Pegasus / LSG-BART folder: the encoder-decoder, its tokenizer
 // (byte-level BPE or SentencePiece) and its generation defaults.
-absl::Status LoadSummarizer(ServedModel* model) {
+absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options) {
   const std::string& path = model->path;
   for (Task task : model->serving.tasks) {
     if (task != Task::kSummarize) {
@@ -63,13 +63,22 @@ absl::Status LoadSummarizer(ServedModel* model) {
                        "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
     }
   }
-  if (model->serving.precision == Precision::kBf16 ||
-      model->serving.precision == Precision::kInt8) {
+  // On the CPU our summarizers run fp32; on a CUDA device bf16 (auto) or
+  // fp32, as docsparse.json or --precision says.
+  const bool on_cpu = options.device.is_cpu();
+  const Precision precision =
+      on_cpu ? model->serving.precision : options.precision.value_or(model->serving.precision);
+  if (on_cpu && (precision == Precision::kBf16 || precision == Precision::kInt8)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, "/docsparse.json: precision: \"",
         std::string(PrecisionName(model->serving.precision)),
         "\" is not served for encoder-decoder models yet (\"fp32\" or \"auto\", which is "
         "fp32 for them)"));
+  }
+  if (precision == Precision::kInt8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, "/docsparse.json: precision: \"int8\" is not served for encoder-decoder models on ",
+        options.device.str(), " (\"fp32\", or \"bf16\" / \"auto\")"));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   // Summarizers run their native attention (LSG or dense) or dense: the
@@ -88,7 +97,8 @@ absl::Status LoadSummarizer(ServedModel* model) {
   ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
                                                  /*alternatives=*/false));
   ASSIGN_OR_RETURN(model->seq2seq,
-                   Seq2SeqModel::Create(path, config, model->planners->MakeMechanism()));
+                   Seq2SeqModel::Create(path, config, model->planners->MakeMechanism(),
+                                        options.device, precision));
   ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(path));
   ASSIGN_OR_RETURN(const GenerationConfig generation, LoadGenerationConfig(path));
   // The model's own values must fit its decoder too.
@@ -111,7 +121,11 @@ std::string ServedModel::architecture() const {
 }
 
 Precision ServedModel::precision() const {
-  return abstractive() ? Precision::kFp32 : encoder->precision();
+  return abstractive() ? seq2seq->precision() : encoder->precision();
+}
+
+at::Device ServedModel::device() const {
+  return abstractive() ? seq2seq->device() : encoder->device();
 }
 
 const AttentionMechanism& ServedModel::attention() const {
@@ -164,7 +178,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   model->path = path;
   ASSIGN_OR_RETURN(model->serving, LoadServingConfig(path + "/docsparse.json"));
   if (IsSeq2SeqCheckpoint(path)) {
-    RETURN_IF_ERROR(LoadSummarizer(model.get()));
+    RETURN_IF_ERROR(LoadSummarizer(model.get(), options));
     model->load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return model;
@@ -180,9 +194,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   source.lsg = model->config.lsg;
   ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
                                                  /*alternatives=*/true));
-  ASSIGN_OR_RETURN(model->encoder,
-                   Encoder::Create(path, model->config, model->planners->MakeMechanism(),
-                                   options.precision.value_or(model->serving.precision)));
+  ASSIGN_OR_RETURN(
+      model->encoder,
+      Encoder::Create(path, model->config, model->planners->MakeMechanism(),
+                      options.precision.value_or(model->serving.precision), options.device));
   model->text = std::make_unique<TextEncoder>(*model->tokenizer, *model->encoder,
                                               model->serving.batching.max_batch_size);
   model->labels = std::make_unique<LabelEmbeddingCache>(options.label_cache_bytes);

@@ -59,9 +59,12 @@ struct ServedModel {
   // The encoder's attention mechanism (every planner's, switched per item)
   // and shape.
   const AttentionMechanism& attention() const;
-  // What the model runs in (kFp32 or kBf16, never kAuto): the
-  // encoder's resolved precision; summarizers run fp32.
+  // What the model runs in (kFp32, kBf16 or kInt8, never kAuto): the
+  // encoder's resolved precision; summarizers run fp32 on the CPU, bf16 or
+  // fp32 on a CUDA device.
   Precision precision() const;
+  // Where it runs (--device).
+  at::Device device() const;
   EncoderShape encoder_shape() const;
   int vocab_size() const;
   // Longest encoder input, special tokens included.
@@ -71,8 +74,10 @@ struct ServedModel {
 // How the server loads every model (its flags).
 struct ModelLoadOptions {
   // When set (--precision), replaces every encoder model's docsparse.json
-  // "precision".
+  // "precision" (on a CUDA device, every summarizer's too).
   std::optional<Precision> precision;
+  // Where every model runs (--device): the CPU, or one CUDA device.
+  at::Device device = at::kCPU;
   // Each encoder model's label embedding cache (--label_cache_bytes).
   size_t label_cache_bytes = LabelEmbeddingCache::kDefaultCapacityBytes;
 };

@@ -29,6 +29,7 @@
 #include "common/cpu_runtime.h"
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/cpu_features.h"
+#include "model/attention/compute_device.h"
 #include "server/compute_thread.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
@@ -53,6 +54,10 @@ ABSL_FLAG(std::string, precision, "",
           "or AVX512-BF16, else fp32), fp32, bf16 or int8 (int8 linear layers, the rest bf16 "
           "where the CPU has it). Empty: each model's docsparse.json \"precision\" (default "
           "auto).");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where the models run: cpu, cuda (device 0) or cuda:N (a build on a CUDA LibTorch: "
+          "scripts/build --cuda). On a GPU, precision auto is bf16 and summarizers run there "
+          "too.");
 ABSL_FLAG(int, max_queue, 256,
           "Requests waiting per model before RESOURCE_EXHAUSTED (also capped by the model's "
           "batching.max_queue_size).");
@@ -200,7 +205,30 @@ int Serve() {
   std::cerr << "docsparse-server: " << compute_threads << " threads, BLAS " << BlasDescription()
             << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
 
+  absl::StatusOr<at::Device> device = ParseComputeDevice(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) {
+    std::cerr << "docsparse-server: --device: " << device.status().message() << "\n";
+    return 2;
+  }
+  if (device->is_cuda()) {
+    // The compute thread's CUDA work goes to a stream of its own (not the
+    // legacy default stream, which would serialise with any other), for
+    // the thread's life.
+    compute.Run([&device] { static thread_local DeviceStreamScope stream(*device); });
+    std::cerr << "docsparse-server: models on " << DescribeDevice(*device) << "\n";
+  }
+
   Metrics metrics(DOCSPARSE_VERSION);
+  if (device->is_cuda()) {
+    metrics.SetDeviceMemorySource(device->str(), [device = *device] {
+      const std::optional<DeviceMemory> memory = ReadDeviceMemory(device);
+      DeviceMemoryReading reading;
+      if (memory.has_value()) {
+        reading = {memory->allocated_bytes, memory->reserved_bytes, memory->total_bytes};
+      }
+      return reading;
+    });
+  }
   std::atomic<bool> ready{false};
   const std::string host = absl::GetFlag(FLAGS_host);
   HttpApiOptions api_options;
@@ -255,6 +283,7 @@ int Serve() {
   }
 
   ModelLoadOptions load_options;
+  load_options.device = *device;
   load_options.label_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_label_cache_bytes));
   if (const std::string flag = absl::GetFlag(FLAGS_precision); !flag.empty()) {
     load_options.precision = ParsePrecision(flag);
@@ -278,7 +307,7 @@ int Serve() {
   for (const ServedModel* model : (*registry)->models()) {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
     metrics.SetModelCompute(model->name, PrecisionName(model->precision()),
-                            IsaName(HostCpuFeatures()));
+                            device->is_cpu() ? IsaName(HostCpuFeatures()) : "cuda");
     if (model->labels != nullptr) {
       metrics.SetLabelCacheSource(model->name, [cache = model->labels.get()] {
         const LabelCacheStats stats = cache->stats();
@@ -287,7 +316,7 @@ int Serve() {
     }
     std::cerr << "docsparse-server: loaded model '" << model->name << "' from " << model->path
               << " in " << model->load_seconds << " s (" << PrecisionName(model->precision())
-              << ")\n";
+              << " on " << model->device().str() << ")\n";
   }
 
   ServerLimits limits;

@@ -129,10 +129,14 @@ LsgDerivedKeys SelectByNormOnDevice(const at::Tensor& keys, const at::Tensor& va
       (order.narrow(-1, chunk - per_chunk, per_chunk) +
        (at::arange(chunks, keys.options().dtype(at::kLong)) * chunk).view({1, -1, 1}))
           .reshape({heads, -1});  // [h, derived]
-  const auto rows = [&tokens](const at::Tensor& x) {
-    std::vector<at::Tensor> per_head;
-    for (int64_t h = 0; h < x.size(0); ++h) per_head.push_back(x[h].index_select(0, tokens[h]));
-    return at::stack(per_head);
+  // One gather over all heads' rows: on a GPU every launch costs as much as
+  // a small kernel, and a loop over heads launched 26 per item and layer.
+  const at::Tensor rows_of_heads =
+      (tokens + at::arange(heads, tokens.options()).view({-1, 1}) * t).reshape(-1);
+  const auto rows = [&](const at::Tensor& x) {
+    return x.reshape({heads * t, x.size(2)})
+        .index_select(0, rows_of_heads)
+        .view({heads, -1, x.size(2)});
   };
   return {rows(keys), rows(values), ToValid(attendable.index_select(0, tokens.reshape(-1)))};
 }

@@ -37,9 +37,12 @@ class SbmAttention final : public AttentionMechanism {
     TORCH_CHECK(in.item_options.empty() || static_cast<int64_t>(in.item_options.size()) == batch,
                 "SBM attention: item_options has ", in.item_options.size(), " entries, batch ",
                 batch);
-    const at::Tensor query = in.query.to(at::kFloat).contiguous();
-    const at::Tensor key = in.key.to(at::kFloat).contiguous();
-    const at::Tensor value = in.value.to(at::kFloat).contiguous();
+    // On a CUDA device the planner and the edges run on the host for now:
+    // q, k and v come down and the context goes back up (correct, not fast;
+    // the device's edge kernel and fastRG are not wired in yet).
+    const at::Tensor query = in.query.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor key = in.key.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor value = in.value.to(at::kCPU, at::kFloat).contiguous();
     at::Tensor context = at::zeros_like(query);
     const SbmLayerParameters& layer = parameters_->layer(in.layer);
     const std::vector<double>& block = parameters_->block_matrix(in.layer);
@@ -100,7 +103,7 @@ class SbmAttention final : public AttentionMechanism {
                            parameters_->num_clusters(), decision.membership_passes,
                            decision.table_builds, decision.importance_samples, multigraph_edges});
     }
-    return context;
+    return in.query.is_cpu() ? context : context.to(in.query.device(), in.query.scalar_type());
   }
 
  private:

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,9 +108,22 @@ struct BatchingConfig {
   // one sequence of ~4k tokens already keeps every core busy: batching two
   // of them only added waiting (bench/serving_batching.sh, 4,096 tokens:
   // 1-7% fewer requests/s than unbatched under caps of 16,384 and 8,192),
-  // while twelve 512-token documents still share a batch.
-  int64_t max_batch_tokens = 6144;           // [1, 2^30]
-  double max_batch_attention_gflops = 50.0;  // [1e-6, 1e9]
+  // while twelve 512-token documents still share a batch. Unset: the
+  // device's default (those on the CPU; a GPU wants bigger batches:
+  // kGpuMaxBatchTokens, kGpuMaxBatchAttentionGflops).
+  std::optional<int64_t> max_batch_tokens;           // [1, 2^30]
+  std::optional<double> max_batch_attention_gflops;  // [1e-6, 1e9]
+
+  static constexpr int64_t kCpuMaxBatchTokens = 6144;
+  static constexpr double kCpuMaxBatchAttentionGflops = 50.0;
+  // On the H100 (bench/gpu/serve_on_gpu.sh, docs/BENCHMARKS.md) long
+  // documents gained nothing from company: minilm-lsg at 4,096 tokens
+  // +4% / -8% docs/s in batches of 8 against alone (two runs), at 16,384
+  // tokens -14% in pairs and -39% in batches of 6 (the LSG executor runs a
+  // batch item by item, and a long item already fills the GPU's products).
+  // Short documents still share batches up to max_batch_size.
+  static constexpr int64_t kGpuMaxBatchTokens = 8192;
+  static constexpr double kGpuMaxBatchAttentionGflops = 1000.0;
 };
 
 struct ServingConfig {

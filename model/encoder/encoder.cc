@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -21,24 +22,54 @@ namespace docsparse {
 
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
     const std::string& model_dir, const EncoderConfig& config,
-    std::unique_ptr<AttentionMechanism> attention, Precision precision) {
+    std::unique_ptr<AttentionMechanism> attention, Precision precision, at::Device device) {
+  if (!device.is_cpu() && precision == Precision::kInt8) {
+    return absl::InvalidArgumentError(
+        "precision: \"int8\" runs on the CPU only; on a CUDA device use \"bf16\" or \"fp32\"");
+  }
   ASSIGN_OR_RETURN(EncoderWeights weights, LoadEncoderWeights(model_dir, config));
-  return std::make_unique<Encoder>(config, std::move(weights), std::move(attention), precision);
+  try {
+    return std::make_unique<Encoder>(config, std::move(weights), std::move(attention), precision,
+                                     device);
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("placing the encoder on ", device.str(),
+                                            " failed: ", error.what_without_backtrace()));
+  }
 }
 
+namespace {
+
+// kAuto on a CUDA device is bf16 (tensor cores, fp32 accumulation); on the
+// CPU it depends on the CPU.
+Precision ResolveOn(at::Device device, Precision precision) {
+  if (!device.is_cpu() && precision == Precision::kAuto) return Precision::kBf16;
+  return ResolvePrecision(precision, HostCpuFeatures());
+}
+
+}  // namespace
+
 Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
-                 std::unique_ptr<AttentionMechanism> attention, Precision precision)
+                 std::unique_ptr<AttentionMechanism> attention, Precision precision,
+                 at::Device device)
     : config_(std::move(config)),
-      precision_(ResolvePrecision(precision, HostCpuFeatures())),
+      device_(device),
+      precision_(ResolveOn(device, precision)),
       activations_(ActivationType(precision_)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
-  // The embedding tables as kernels/embedding_layer_norm reads them.
+  TORCH_CHECK(device_.is_cpu() || precision_ != Precision::kInt8,
+              "Encoder: int8 runs on the CPU only");
+  // The embedding tables as kernels/embedding_layer_norm reads them (fp32;
+  // on a device, where LibTorch's ops read them, fp32 too: the sum and its
+  // LayerNorm are rounded once, to the activations' type).
   for (at::Tensor* table : {&weights_.word_embeddings, &weights_.position_embeddings,
                             &weights_.token_type_embeddings, &weights_.global_embeddings,
                             &weights_.embedding_norm_weight, &weights_.embedding_norm_bias}) {
-    if (table->defined()) *table = table->to(at::kFloat).contiguous();
+    if (table->defined()) *table = table->to(device_, at::kFloat).contiguous();
   }
+  // LayerNorm scales and shifts: fp32 on the CPU (ResidualLayerNorm takes
+  // them so), the activations' type on a device (LibTorch's LayerNorm).
+  const at::ScalarType norm_type = device_.is_cpu() ? at::kFloat : activations_;
   // The feed-forward's activation runs inside its first product (a oneDNN
   // post-op), except for int8 products with bf16 activations: they leave the
   // bias and GELU to one pass of kernels/bias_gelu.
@@ -47,15 +78,18 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   const std::optional<Activation> intermediate_activation =
       fused_bias_gelu() ? std::nullopt : std::optional<Activation>(config_.activation);
   for (const EncoderLayerWeights& w : weights_.layers) {
-    layers_.push_back(
-        EncoderLayer{Linear(w.qkv_weight, w.qkv_bias, precision_),
-                     Linear(w.output_weight, w.output_bias, precision_),
-                     Linear(w.intermediate_weight, w.intermediate_bias, precision_,
-                            intermediate_bias, intermediate_activation),
-                     Linear(w.ffn_output_weight, w.ffn_output_bias, precision_),
-                     // LayerNorm scales and shifts stay fp32 (ResidualLayerNorm takes them so).
-                     w.attention_norm_weight.to(at::kFloat), w.attention_norm_bias.to(at::kFloat),
-                     w.output_norm_weight.to(at::kFloat), w.output_norm_bias.to(at::kFloat)});
+    layers_.push_back(EncoderLayer{Linear(w.qkv_weight, w.qkv_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   Linear(w.output_weight, w.output_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   Linear(w.intermediate_weight, w.intermediate_bias, precision_,
+                                          intermediate_bias, intermediate_activation, device_),
+                                   Linear(w.ffn_output_weight, w.ffn_output_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   w.attention_norm_weight.to(device_, norm_type),
+                                   w.attention_norm_bias.to(device_, norm_type),
+                                   w.output_norm_weight.to(device_, norm_type),
+                                   w.output_norm_bias.to(device_, norm_type)});
   }
   weights_.layers.clear();
 }
@@ -109,9 +143,26 @@ void Encoder::EmbedRows(const at::Tensor& table, const int64_t* ids, const int64
   });
 }
 
+at::Tensor Encoder::EmbedOnDevice(const at::Tensor& table, const at::Tensor& ids,
+                                  const at::Tensor& positions, const at::Tensor& types) const {
+  at::Tensor sum = at::embedding(table, ids.to(device_));
+  if (positions.defined()) {
+    sum = sum + at::embedding(weights_.position_embeddings, positions.to(device_));
+  }
+  if (types.defined() && weights_.token_type_embeddings.defined()) {
+    sum = sum + at::embedding(weights_.token_type_embeddings, types.to(device_));
+  }
+  return at::layer_norm(sum, {config_.hidden_size}, weights_.embedding_norm_weight,
+                        weights_.embedding_norm_bias, config_.layer_norm_eps)
+      .to(activations_);
+}
+
 at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
                           const std::vector<int64_t>& lengths) const {
   const at::Tensor positions = PositionIds(ids, lengths);
+  if (!device_.is_cpu()) {
+    return EmbedOnDevice(weights_.word_embeddings, ids, positions, token_types);
+  }
   at::Tensor x = at::empty({ids.size(0), ids.size(1), config_.hidden_size},
                            at::TensorOptions().dtype(activations_));
   EmbedRows(weights_.word_embeddings, ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
@@ -142,7 +193,20 @@ at::Tensor Encoder::EmbedWithGlobalTokens(const at::Tensor& ids, const at::Tenso
   // has no batch padding, only those zeros.
   const at::Tensor token_positions = PositionIds(ids, lengths);
   at::Tensor x = at::zeros({rows, global + padded, config_.hidden_size},
-                           at::TensorOptions().dtype(activations_));
+                           at::TensorOptions().dtype(activations_).device(device_));
+  if (!device_.is_cpu()) {
+    const at::Tensor globals = EmbedOnDevice(
+        weights_.global_embeddings, at::arange(global, at::kLong), at::Tensor(), at::Tensor());
+    for (int64_t row = 0; row < rows; ++row) {
+      x[row].narrow(0, 0, global).copy_(globals);
+      x[row]
+          .narrow(0, global, lengths[row])
+          .copy_(EmbedOnDevice(weights_.word_embeddings, ids[row].narrow(0, 0, lengths[row]),
+                               token_positions[row].narrow(0, 0, lengths[row]),
+                               token_types[row].narrow(0, 0, lengths[row])));
+    }
+    return x;
+  }
   std::vector<int64_t> global_ids(static_cast<size_t>(global));
   for (int64_t g = 0; g < global; ++g) global_ids[g] = g;
   for (int64_t row = 0; row < rows; ++row) {
@@ -183,8 +247,10 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
 }
 
 at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& w) const {
-  // 2,048 rows of a BERT-base intermediate are 6 (bf16) or 12 (fp32) MB.
-  constexpr int64_t kChunkRows = 2048;
+  // 2,048 rows of a BERT-base intermediate are 6 (bf16) or 12 (fp32) MB. A
+  // device takes them whole: bigger products fill it better, and its
+  // allocator caches blocks.
+  const int64_t kChunkRows = device_.is_cpu() ? 2048 : std::numeric_limits<int64_t>::max();
   const at::Tensor rows = attended.reshape({-1, config_.hidden_size});
   const int64_t total = rows.size(0);
   const auto feed_forward = [&](const at::Tensor& in) {
@@ -296,7 +362,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
       if (config_.lsg->pool_with_global) x.select(1, global).copy_(x.select(1, 0));
       x = x.narrow(1, global, static_cast<int64_t>(longest));
     }
-    output.hidden = live.Scatter(x.to(at::kFloat), rows);
+    output.hidden = live.Scatter(x.to(at::kCPU, at::kFloat), rows);
     for (size_t row = 0; row < live.costs.size(); ++row) {
       if (live.costs[row] != nullptr) live.costs[row]->AddSequence(live.positions[row], run_length);
     }

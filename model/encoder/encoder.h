@@ -90,13 +90,20 @@ struct EncoderOutput {
 // `precision` is what the layers run in (linear_precision.h): kAuto is
 // resolved against this CPU at construction; precision() says what
 // runs. The fp32 encoder is the reference the others are tested against.
+//
+// On a CUDA `device` the weights live there and every operation runs there
+// (LibTorch's, and our attention executors); kAuto is bf16 there, kInt8 is
+// refused (CPU-only). Forward takes and returns host data: token ids go up,
+// the hidden states come back as fp32 on the CPU.
 class Encoder {
  public:
   static absl::StatusOr<std::unique_ptr<Encoder>> Create(
       const std::string& model_dir, const EncoderConfig& config,
-      std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32);
+      std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32,
+      at::Device device = at::kCPU);
   Encoder(EncoderConfig config, EncoderWeights weights,
-          std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32);
+          std::unique_ptr<AttentionMechanism> attention, Precision precision = Precision::kFp32,
+          at::Device device = at::kCPU);
 
   // Runs the sequences as one right-padded batch. Adds sequence i's cost to
   // row_costs[i] (entries may be null or repeat; an empty vector counts
@@ -114,6 +121,7 @@ class Encoder {
   EncoderShape shape() const;
   const AttentionMechanism& attention() const { return *attention_; }
   Precision precision() const { return precision_; }  // kFp32, kBf16 or kInt8
+  at::Device device() const { return device_; }
   // Longest sequence (special tokens included) the position table allows.
   int64_t max_sequence_length() const;
 
@@ -126,6 +134,11 @@ class Encoder {
   // (kernels/embedding_layer_norm); null positions or types leave that term out.
   void EmbedRows(const at::Tensor& table, const int64_t* ids, const int64_t* positions,
                  const int64_t* types, int64_t rows, at::Tensor out) const;
+  // LayerNorm(table[ids] + position[positions] + token_type[types]) with
+  // LibTorch on the device: ids [rows] or [batch, seq]; undefined positions
+  // or types leave that term out. In the activations' type.
+  at::Tensor EmbedOnDevice(const at::Tensor& table, const at::Tensor& ids,
+                           const at::Tensor& positions, const at::Tensor& types) const;
   // The normalised embeddings [batch, seq, h] in the activations' type.
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& token_types,
                    const std::vector<int64_t>& lengths) const;
@@ -153,6 +166,7 @@ class Encoder {
   }
 
   EncoderConfig config_;
+  at::Device device_;
   Precision precision_;
   at::ScalarType activations_;  // between operations: ActivationType(precision_)
   // The embeddings (weights_.layers is emptied once layers_ is built).

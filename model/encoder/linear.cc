@@ -33,7 +33,7 @@ at::Tensor ApplyActivation(const at::Tensor& x, Activation activation) {
 }
 
 Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
-               Bias placement, std::optional<Activation> activation)
+               Bias placement, std::optional<Activation> activation, at::Device device)
     : type_(ActivationType(precision)),
       in_features_(weight.size(1)),
       out_features_(weight.size(0)),
@@ -45,6 +45,14 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
               "Linear: an activation needs the bias in the product");
   const at::Tensor w = weight.to(at::kFloat).contiguous();
   const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
+  if (!device.is_cpu()) {
+    TORCH_CHECK(precision != Precision::kInt8 && bias_in_product_,
+                "Linear: int8 products and a bias left to the caller run on the CPU only");
+    weight_ = w.to(device, type_);
+    if (b.defined()) bias_ = b.to(device, type_);
+    activation_in_product_ = false;
+    return;
+  }
   const LinearElement element =
       type_ == at::kBFloat16 ? LinearElement::kBf16 : LinearElement::kFp32;
   packed_ = PackedLinear::Create(
@@ -64,7 +72,8 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
               " input features, got ", x.size(-1));
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
   const auto activate = [this](const at::Tensor& y) {
-    return activation_.has_value() && !activation_in_product_ ? ApplyActivation(y, *activation_) : y;
+    return activation_.has_value() && !activation_in_product_ ? ApplyActivation(y, *activation_)
+                                                              : y;
   };
   if (!packed_) return activate(at::linear(x.to(type_), weight_, bias));
   const at::Tensor in = x.to(type_).contiguous();
@@ -76,7 +85,8 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
 }
 
 std::string Linear::implementation() const {
-  return packed_ ? "onednn:" + packed_->implementation() : "libtorch";
+  if (packed_) return "onednn:" + packed_->implementation();
+  return weight_.defined() && weight_.is_cuda() ? "libtorch:cuda" : "libtorch";
 }
 
 }  // namespace docsparse

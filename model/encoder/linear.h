@@ -1,8 +1,8 @@
 // An encoder's linear layer in the model's precision: the weights packed once
 // at load for oneDNN's matmul (kernels/packed_linear.h; int8 weights for
 // kInt8), or, where oneDNN has no kernel for the precision on this CPU (bf16
-// without AVX-512), LibTorch's at::linear on the weights stored in the
-// activation type.
+// without AVX-512) and on a CUDA device, LibTorch's at::linear on the weights
+// stored in the activation type (on the device: cuBLAS).
 #ifndef DOCSPARSE_MODEL_ENCODER_LINEAR_H_
 #define DOCSPARSE_MODEL_ENCODER_LINEAR_H_
 
@@ -32,9 +32,11 @@ class Linear {
   // kInt8 (int8 weights, activations as ActivationType says). `activation`,
   // if any, is applied to the output: inside the product (on the fp32 sum,
   // before rounding) where oneDNN runs it with element-type weights, else
-  // after it.
+  // after it. On a CUDA `device` the weights live there; kInt8 and kByCaller
+  // are CPU-only.
   Linear(const at::Tensor& weight, const at::Tensor& bias, Precision precision,
-         Bias placement = Bias::kInProduct, std::optional<Activation> activation = std::nullopt);
+         Bias placement = Bias::kInProduct, std::optional<Activation> activation = std::nullopt,
+         at::Device device = at::kCPU);
 
   // x [..., in] -> [..., out] in the precision's activation type (x is
   // converted to it first if it is not in it); without the bias for kByCaller.

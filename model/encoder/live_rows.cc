@@ -39,7 +39,7 @@ at::Tensor LiveRows::Keep(const std::vector<int64_t>& keep, const at::Tensor& x)
   KeepEntries(keep, &costs);
   KeepEntries(keep, &positions);
   KeepEntries(keep, &batch_rows_);
-  return x.index_select(0, at::tensor(keep, at::kLong));
+  return x.index_select(0, at::tensor(keep, at::kLong).to(x.device()));
 }
 
 at::Tensor LiveRows::Scatter(const at::Tensor& x, int64_t batch_rows) const {
@@ -47,7 +47,7 @@ at::Tensor LiveRows::Scatter(const at::Tensor& x, int64_t batch_rows) const {
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes[0] = batch_rows;
   at::Tensor full = at::zeros(sizes, x.options());
-  full.index_copy_(0, at::tensor(batch_rows_, at::kLong), x);
+  full.index_copy_(0, at::tensor(batch_rows_, at::kLong).to(x.device()), x);
   return full;
 }
 

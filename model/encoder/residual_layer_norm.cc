@@ -9,6 +9,12 @@ namespace docsparse {
 at::Tensor ResidualLayerNorm(const at::Tensor& x, const at::Tensor& residual,
                              const at::Tensor& gamma, const at::Tensor& beta, double eps) {
   const int64_t width = x.size(-1);
+  // Our bf16 kernel is the CPU's; a device's LayerNorm accumulates in fp32
+  // already, with gamma and beta in x's type (the encoder keeps them so).
+  if (!x.is_cpu()) {
+    return at::layer_norm(x + residual, {width}, gamma.to(x.scalar_type()),
+                          beta.to(x.scalar_type()), eps);
+  }
   if (x.scalar_type() != at::kBFloat16) {
     return at::layer_norm(x + residual, {width}, gamma, beta, eps);
   }

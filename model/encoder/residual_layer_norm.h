@@ -1,7 +1,8 @@
 // LayerNorm(x + residual), the step that closes both halves of an encoder
 // layer, in the activations' element type: LibTorch's add and layer_norm in
 // fp32; kernels/residual_layer_norm (one fused pass, fp32 statistics) in
-// bf16. The scale and shift stay fp32 in both.
+// bf16. The scale and shift stay fp32 in both. On a CUDA device: LibTorch's,
+// whose LayerNorm keeps fp32 statistics for bf16 itself.
 #ifndef DOCSPARSE_MODEL_ENCODER_RESIDUAL_LAYER_NORM_H_
 #define DOCSPARSE_MODEL_ENCODER_RESIDUAL_LAYER_NORM_H_
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -85,25 +86,32 @@ absl::StatusOr<BartDecoderWeights> LoadBartDecoderWeights(const Checkpoint& chec
 
 void SelfAttentionCache::SelectRows(const at::Tensor& source) {
   for (at::Tensor& k : keys) {
-    if (k.defined()) k = k.index_select(0, source);
+    if (k.defined()) k = k.index_select(0, source.to(k.device()));
   }
   for (at::Tensor& v : values) {
-    if (v.defined()) v = v.index_select(0, source);
+    if (v.defined()) v = v.index_select(0, source.to(v.device()));
   }
 }
 
-BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
-    : config_(std::move(config)), weights_(std::move(weights)) {
+BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Device device,
+                         Precision precision)
+    : config_(std::move(config)),
+      device_(device),
+      type_(precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat),
+      weights_(std::move(weights)) {
+  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
+              "BartDecoder: precision must be fp32 or bf16");
+  const auto product = [&](const at::Tensor& weight, const at::Tensor& bias,
+                           std::optional<Activation> activation = std::nullopt) {
+    return Linear(weight, bias, precision, Linear::Bias::kInProduct, activation, device_);
+  };
   for (BartDecoderLayerWeights& w : weights_.layers) {
-    products_.push_back(
-        BartDecoderLayerProducts{Linear(w.self.qkv_weight, w.self.qkv_bias, Precision::kFp32),
-                                 Linear(w.self.out_weight, w.self.out_bias, Precision::kFp32),
-                                 Linear(w.cross.q_weight, w.cross.q_bias, Precision::kFp32),
-                                 Linear(w.cross.out_weight, w.cross.out_bias, Precision::kFp32),
-                                 // The activation runs inside the product.
-                                 Linear(w.self.fc1_weight, w.self.fc1_bias, Precision::kFp32,
-                                        Linear::Bias::kInProduct, config_.activation),
-                                 Linear(w.self.fc2_weight, w.self.fc2_bias, Precision::kFp32)});
+    products_.push_back(BartDecoderLayerProducts{
+        product(w.self.qkv_weight, w.self.qkv_bias), product(w.self.out_weight, w.self.out_bias),
+        product(w.cross.q_weight, w.cross.q_bias), product(w.cross.out_weight, w.cross.out_bias),
+        // The activation runs inside the product (on the CPU).
+        product(w.self.fc1_weight, w.self.fc1_bias, config_.activation),
+        product(w.self.fc2_weight, w.self.fc2_bias)});
     for (at::Tensor* packed :
          {&w.self.qkv_weight, &w.self.qkv_bias, &w.self.out_weight, &w.self.out_bias,
           &w.cross.q_weight, &w.cross.q_bias, &w.cross.out_weight, &w.cross.out_bias,
@@ -111,10 +119,27 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights)
       *packed = at::Tensor();
     }
   }
-  lm_head_ = Linear(weights_.lm_head, weights_.final_logits_bias, Precision::kFp32);
+  lm_head_ = product(weights_.lm_head, weights_.final_logits_bias);
   // An untied LM head would otherwise be held twice (50k x 768 fp32 for BART).
   weights_.lm_head = at::Tensor();
   weights_.final_logits_bias = at::Tensor();
+  // What stays a tensor: the embeddings, the norms and the cross-attention
+  // key/value projection.
+  const auto place = [this](at::Tensor* t) {
+    if (t->defined()) *t = t->to(device_, type_).contiguous();
+  };
+  for (at::Tensor* t :
+       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
+        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias}) {
+    place(t);
+  }
+  for (BartDecoderLayerWeights& w : weights_.layers) {
+    for (at::Tensor* t : {&w.self.attention_norm_weight, &w.self.attention_norm_bias,
+                          &w.self.final_norm_weight, &w.self.final_norm_bias, &w.cross.kv_weight,
+                          &w.cross.kv_bias, &w.cross.norm_weight, &w.cross.norm_bias}) {
+      place(t);
+    }
+  }
 }
 
 at::Tensor BartDecoder::LayerNorm(const at::Tensor& x, const at::Tensor& weight,
@@ -145,7 +170,8 @@ absl::StatusOr<CrossAttentionMemory> BartDecoder::Attend(const at::Tensor& hidde
     for (const BartDecoderLayerWeights& layer : weights_.layers) {
       std::vector<at::Tensor> keys, values;
       for (size_t b = 0; b < valid_rows.size(); ++b) {
-        const at::Tensor rows = hidden[static_cast<int64_t>(b)].narrow(0, 0, valid_rows[b]);
+        const at::Tensor rows =
+            hidden[static_cast<int64_t>(b)].narrow(0, 0, valid_rows[b]).to(device_, type_);
         // [rows, 2h] -> [2, heads, rows, head_dim]
         const at::Tensor kv = at::linear(rows, layer.cross.kv_weight, layer.cross.kv_bias)
                                   .view({valid_rows[b], 2, heads, -1})
@@ -183,8 +209,9 @@ at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartDecoderLaye
   at::Tensor scores = at::matmul(query, keys.transpose(2, 3));  // [rows, heads, steps, total]
   if (steps > 1) {
     // New token i sits at position past + i and sees keys 0 .. past + i.
-    const at::Tensor key_positions = at::arange(total, at::kLong).unsqueeze(0);
-    const at::Tensor query_positions = at::arange(total - steps, total, at::kLong).unsqueeze(1);
+    const at::TensorOptions on_device = at::TensorOptions().dtype(at::kLong).device(device_);
+    const at::Tensor key_positions = at::arange(total, on_device).unsqueeze(0);
+    const at::Tensor query_positions = at::arange(total - steps, total, on_device).unsqueeze(1);
     scores = scores.masked_fill(key_positions > query_positions,
                                 -std::numeric_limits<float>::infinity());
   }
@@ -215,7 +242,7 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartDecoderLay
   at::Tensor context = groups.size() == 1 ? at::Tensor() : at::empty_like(query);
   for (const auto& [sequence, members] : groups) {
     const int64_t n = static_cast<int64_t>(members.size());
-    const at::Tensor index = at::tensor(members, at::kLong);
+    const at::Tensor index = at::tensor(members, at::kLong).to(device_);
     const at::Tensor q = groups.size() == 1 ? query : query.index_select(0, index);
     // [n, heads, steps, d] -> [heads, n * steps, d]
     const at::Tensor folded = q.transpose(0, 1).reshape({heads, n * steps, -1});
@@ -281,11 +308,12 @@ absl::StatusOr<at::Tensor> BartDecoder::Forward(const at::Tensor& tokens,
   try {
     c10::InferenceMode inference_mode;
     const int64_t offset = config_.position_offset() + cache->past;
-    at::Tensor x = at::embedding(weights_.token_embeddings, tokens);
+    at::Tensor x = at::embedding(weights_.token_embeddings, tokens.to(device_));
     if (config_.scale_embedding) x = x * std::sqrt(static_cast<double>(config_.hidden_size));
-    x = x +
-        at::embedding(weights_.position_embeddings, at::arange(offset, offset + steps, at::kLong))
-            .unsqueeze(0);
+    x = x + at::embedding(weights_.position_embeddings,
+                          at::arange(offset, offset + steps,
+                                     at::TensorOptions().dtype(at::kLong).device(device_)))
+                .unsqueeze(0);
     if (config_.embedding_layer_norm()) {
       x = LayerNorm(x, weights_.embedding_norm_weight, weights_.embedding_norm_bias);
     }

@@ -89,7 +89,11 @@ struct SelfAttentionCache {
 // are the caller's).
 class BartDecoder {
  public:
-  BartDecoder(BartConfig config, BartDecoderWeights weights);
+  // On a CUDA `device` the weights live there in `precision`'s type (kFp32
+  // or kBf16); Forward takes tokens on any device and returns the logits
+  // there, in that type.
+  BartDecoder(BartConfig config, BartDecoderWeights weights, at::Device device = at::kCPU,
+              Precision precision = Precision::kFp32);
 
   // Projects every layer's cross-attention keys/values once. `hidden`:
   // [batch, rows, h] float32; sequence b's real rows are [0, valid_rows[b]).
@@ -116,6 +120,7 @@ class BartDecoder {
 
   // Decoder positions the position table has room for.
   int64_t max_positions() const { return config_.max_position_embeddings; }
+  at::Device device() const { return device_; }
   const BartConfig& config() const { return config_; }
 
  private:
@@ -128,6 +133,8 @@ class BartDecoder {
   at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
 
   BartConfig config_;
+  at::Device device_;
+  at::ScalarType type_;
   // The layers' step products live in products_ (their tensors in
   // weights_.layers are released); the cross-attention keys/values and the
   // norms stay tensors.

@@ -103,8 +103,33 @@ absl::StatusOr<std::unique_ptr<BartEncoder>> BartEncoder::Create(
 }
 
 BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
-                         std::unique_ptr<AttentionMechanism> attention)
-    : config_(std::move(config)), weights_(std::move(weights)), attention_(std::move(attention)) {}
+                         std::unique_ptr<AttentionMechanism> attention, at::Device device,
+                         Precision precision)
+    : config_(std::move(config)),
+      device_(device),
+      type_(precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat),
+      weights_(std::move(weights)),
+      attention_(std::move(attention)) {
+  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
+              "BartEncoder: precision must be fp32 or bf16");
+  const auto place = [this](at::Tensor* t) {
+    if (t->defined()) *t = t->to(device_, type_).contiguous();
+  };
+  for (at::Tensor* t :
+       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
+        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias,
+        &weights_.global_embeddings}) {
+    place(t);
+  }
+  for (BartLayerWeights& w : weights_.layers) {
+    for (at::Tensor* t :
+         {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
+          &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
+          &w.final_norm_weight, &w.final_norm_bias}) {
+      place(t);
+    }
+  }
+}
 
 EncoderShape BartEncoder::shape() const {
   return EncoderShape{config_.num_layers, config_.num_heads, config_.head_dim(),
@@ -133,10 +158,17 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   const at::Tensor qkv = at::linear(attention_input, w.qkv_weight, w.qkv_bias)
                              .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
                              .permute({2, 0, 3, 1, 4});
-  const AttentionInputs inputs{
-      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options};
-  const at::Tensor context =
-      attention_->Forward(inputs, item_costs).permute({0, 2, 1, 3}).reshape({batch, seq, h});
+  const AttentionInputs inputs{qkv[0].contiguous(),
+                               qkv[1].contiguous(),
+                               qkv[2].contiguous(),
+                               lengths,
+                               layer,
+                               options,
+                               type_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  const at::Tensor context = attention_->Forward(inputs, item_costs)
+                                 .to(type_)
+                                 .permute({0, 2, 1, 3})
+                                 .reshape({batch, seq, h});
   const double eps = config_.layer_norm_eps;
   if (config_.pre_layer_norm()) {
     // PegasusEncoderLayer: x + f(norm(x)) for attention, then the FFN.
@@ -213,8 +245,10 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
       std::copy(batch.sequences[i].begin(), batch.sequences[i].end(),
                 ids[static_cast<int64_t>(i)].data_ptr<int64_t>());
     }
+    ids = ids.to(device_);
     const int64_t offset = config_.position_offset();
-    const at::Tensor positions = at::arange(offset, width + offset, at::kLong);
+    const at::Tensor positions =
+        at::arange(offset, width + offset, at::TensorOptions().dtype(at::kLong).device(device_));
     at::Tensor x = at::embedding(weights_.token_embeddings, ids);
     if (config_.scale_embedding) x = x * std::sqrt(static_cast<double>(config_.hidden_size));
     x = x + at::embedding(weights_.position_embeddings, positions).unsqueeze(0);

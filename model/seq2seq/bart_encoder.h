@@ -72,24 +72,28 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
 // and LSGPegasusEncoder pad input_ids; BERT-family LSG pads with zero hidden
 // states instead); a shorter one runs full attention. Costs count the global
 // tokens as real tokens.
+//
+// On a CUDA `device` the weights live there in `precision`'s type (kFp32 or
+// kBf16), every operation runs there, and Forward's hidden states stay there
+// (the decoder reads them in place).
 class BartEncoder {
  public:
   static absl::StatusOr<std::unique_ptr<BartEncoder>> Create(
       const std::string& model_dir, const BartConfig& config,
       std::unique_ptr<AttentionMechanism> attention);
   BartEncoder(BartConfig config, BartEncoderWeights weights,
-              std::unique_ptr<AttentionMechanism> attention);
+              std::unique_ptr<AttentionMechanism> attention, at::Device device = at::kCPU,
+              Precision precision = Precision::kFp32);
 
   // Runs the sequences (ids with BART's <s> … </s>; token_types must be
   // empty) as one right-padded batch. `hidden` is [batch, global_rows() +
   // longest, h], float32: with LSG and pass_global_tokens_to_decoder the
   // global tokens' rows come first, unchanged by pool_with_global (what
   // LSGBartEncoder hands its decoder); otherwise only the tokens, with
-  // pool_with_global applied for LSG. Row i's valid rows are [0,
-  // global_rows() + lengths[i]). Adds sequence i's cost to row_costs[i]
-  // (entries may be null or repeat; empty counts nothing). InvalidArgument
-  // for an empty batch, an empty sequence, one whose (adaptively padded)
-  // length exceeds the position table, an id outside the vocabulary, token
+  // pool_with_global applied for LSG; on the encoder's device, in its type. Row i's valid rows are
+  // [0, global_rows() + lengths[i]). Adds sequence i's cost to row_costs[i] (entries may be null or
+  // repeat; empty counts nothing). InvalidArgument for an empty batch, an empty sequence, one whose
+  // (adaptively padded) length exceeds the position table, an id outside the vocabulary, token
   // types, or per-sequence vectors of the wrong size.
   absl::StatusOr<EncoderOutput> Forward(const EncoderBatch& batch,
                                         const std::vector<CostAccount*>& row_costs) const;
@@ -100,6 +104,8 @@ class BartEncoder {
   const BartConfig& config() const { return config_; }
   EncoderShape shape() const;
   const AttentionMechanism& attention() const { return *attention_; }
+  at::Device device() const { return device_; }
+  at::ScalarType type() const { return type_; }  // of the weights and activations
   // Leading global-token rows of Forward's output: num_global_tokens with LSG
   // and pass_global_tokens_to_decoder, else 0.
   int64_t global_rows() const;
@@ -111,6 +117,8 @@ class BartEncoder {
                    std::vector<ItemAttentionCost>* item_costs) const;
 
   BartConfig config_;
+  at::Device device_;
+  at::ScalarType type_;
   BartEncoderWeights weights_;
   std::unique_ptr<AttentionMechanism> attention_;
 };

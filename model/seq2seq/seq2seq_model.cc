@@ -94,14 +94,28 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
 
 absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
     const std::string& model_dir, const BartConfig& config,
-    std::unique_ptr<AttentionMechanism> attention) {
+    std::unique_ptr<AttentionMechanism> attention, at::Device device, Precision precision) {
+  if (precision == Precision::kAuto) {
+    precision = device.is_cpu() ? Precision::kFp32 : Precision::kBf16;
+  }
+  if (precision != Precision::kFp32 && precision != Precision::kBf16) {
+    return absl::InvalidArgumentError(absl::StrCat("precision: \"",
+                                                   std::string(PrecisionName(precision)),
+                                                   "\": a summarizer runs fp32 or bf16"));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));
   ASSIGN_OR_RETURN(BartDecoderWeights decoder_weights, LoadBartDecoderWeights(*checkpoint, config));
   if (attention == nullptr) attention = MakeCheckpointAttention(config.lsg);
-  return std::make_unique<Seq2SeqModel>(
-      std::make_unique<BartEncoder>(config, std::move(encoder_weights), std::move(attention)),
-      std::make_unique<BartDecoder>(config, std::move(decoder_weights)));
+  try {
+    return std::make_unique<Seq2SeqModel>(
+        std::make_unique<BartEncoder>(config, std::move(encoder_weights), std::move(attention),
+                                      device, precision),
+        std::make_unique<BartDecoder>(config, std::move(decoder_weights), device, precision));
+  } catch (const c10::Error& error) {
+    return absl::InternalError(absl::StrCat("placing the summarizer on ", device.str(),
+                                            " failed: ", error.what_without_backtrace()));
+  }
 }
 
 Seq2SeqModel::Seq2SeqModel(std::unique_ptr<BartEncoder> encoder,

@@ -53,11 +53,21 @@ class Seq2SeqModel {
   // LSG config, else dense. Errors name the file, field or tensor.
   static absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Create(
       const std::string& model_dir, std::unique_ptr<AttentionMechanism> attention = nullptr);
-  // The same with an already parsed config (tests, benchmarks).
+  // The same with an already parsed config (tests, benchmarks), on `device`
+  // in `precision` (kFp32 or kBf16; kAuto: bf16 on a CUDA device, fp32 on
+  // the CPU, where bf16 runs on LibTorch's CPU ops and the server does not
+  // offer it).
   static absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Create(
       const std::string& model_dir, const BartConfig& config,
-      std::unique_ptr<AttentionMechanism> attention);
+      std::unique_ptr<AttentionMechanism> attention, at::Device device = at::kCPU,
+      Precision precision = Precision::kFp32);
   Seq2SeqModel(std::unique_ptr<BartEncoder> encoder, std::unique_ptr<BartDecoder> decoder);
+
+  at::Device device() const { return encoder_->device(); }
+  // kFp32 or kBf16: what the weights and activations are in.
+  Precision precision() const {
+    return encoder_->type() == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
+  }
 
   // Encodes the documents (ids with the tokenizer's special tokens) as
   // BartEncoder::Forward does, adding sequence i's encoder cost to

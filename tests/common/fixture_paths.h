@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,8 +14,12 @@
 
 namespace docsparse::testing {
 
+// The checkout the tests were built from, or $DOCSPARSE_SOURCE_DIR where set
+// (a copy of the tree on another machine: scripts/device-test).
 inline std::string SourcePath(const std::string& relative) {
-  return std::string(DOCSPARSE_SOURCE_DIR) + "/" + relative;
+  const char* moved = std::getenv("DOCSPARSE_SOURCE_DIR");
+  return std::string(moved != nullptr && *moved != '\0' ? moved : DOCSPARSE_SOURCE_DIR) + "/" +
+         relative;
 }
 
 inline std::string FixturePath(const std::string& relative) {

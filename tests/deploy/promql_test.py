@@ -18,7 +18,9 @@ dense model can meet, a model that does not exist), then evaluates:
     and run; an alert that does not fire has no data).
 
 Each dashboard, adapter and recording-rule query must return at least one
-series with a finite value. The scrape carries the labels a ServiceMonitor
+series with a finite value, except the GPU panels' (docsparse_gpu_*, exported
+only by a server with --device cuda), which must run without error like the
+alerts. The scrape carries the labels a ServiceMonitor
 adds in Kubernetes (namespace, pod, service, container), since the adapter's
 queries and the dashboard's variables rely on them.
 
@@ -338,9 +340,11 @@ def evaluate_all(prometheus, dashboard, recorded, alerts, adapter_values, starte
             break
         time.sleep(1)
     assert not missing_variables, f"variables with no values: {missing_variables}"
+    gpu_only = {}
     for title, ref, expr in targets:
-        wanted[f"dashboard '{title}' {ref} [All]"] = substitute(expr, all_values)
-        wanted[f"dashboard '{title}' {ref} {first_values}"] = substitute(expr, concrete)
+        into = gpu_only if "docsparse_gpu_" in expr else wanted
+        into[f"dashboard '{title}' {ref} [All]"] = substitute(expr, all_values)
+        into[f"dashboard '{title}' {ref} {first_values}"] = substitute(expr, concrete)
     for query in adapter_queries(adapter_values, prometheus):
         wanted[query[0]] = query[2]
     for rule in recorded:
@@ -366,8 +370,13 @@ def evaluate_all(prometheus, dashboard, recorded, alerts, adapter_values, starte
         if description not in errors:
             print(f"FAIL {description}: no finite value\n  {query}", file=sys.stderr)
 
-    # Alerts: each expression must run (none is expected to fire here).
+    # Alerts, and the GPU panels on this CPU server: each expression must run
+    # (no alert is expected to fire here, and no GPU series exists).
     alert_errors = []
+    for description, query in sorted(gpu_only.items()):
+        error, _ = prometheus.query(query)
+        if error:
+            alert_errors.append(f"{description} (GPU only): {error}")
     for rule in alerts:
         error, _ = prometheus.query(rule["expr"])
         if error:
@@ -380,7 +389,8 @@ def evaluate_all(prometheus, dashboard, recorded, alerts, adapter_values, starte
     # Guards against a vacuous pass: a dashboard or adapter file that lost its
     # queries, or a parser that stopped finding them.
     assert len(targets) >= 30, f"only {len(targets)} dashboard queries found"
-    assert dashboard_count == 2 * len(targets), "a dashboard query was not evaluated"
+    assert dashboard_count + len(gpu_only) == 2 * len(targets), \
+        "a dashboard query was not evaluated"
     assert adapter_count >= 2, "prometheus-adapter rules not evaluated"
     assert len(recorded) >= 20, f"only {len(recorded)} recording rules found"
     passed = len(wanted) - len(pending)
@@ -388,10 +398,11 @@ def evaluate_all(prometheus, dashboard, recorded, alerts, adapter_values, starte
     print(f"{len(targets)} dashboard queries x 2 substitutions, {len(variables)} variable queries, "
           f"{adapter_count} adapter metricsQueries (+ their seriesQueries), {len(recorded)} "
           f"recording rules: {passed} of {len(wanted)} returned finite data; "
-          f"{len(alerts)} alert expressions ran, {len(alert_errors)} failed; "
+          f"{len(alerts)} alert expressions and {len(gpu_only)} GPU-only panel queries ran, "
+          f"{len(alert_errors)} failed; "
           f"{time.monotonic() - started:.1f} s")
     ok = not pending and not alert_errors
-    print(f"{passed + len(alerts) - len(alert_errors)} passed, "
+    print(f"{passed + len(alerts) + len(gpu_only) - len(alert_errors)} passed, "
           f"{len(pending) + len(alert_errors)} failed")
     return 0 if ok else 1
 

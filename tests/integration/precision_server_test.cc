@@ -120,5 +120,17 @@ TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
   EXPECT_NE(server.output().find("--precision: \"fp16\""), std::string::npos) << server.output();
 }
 
+TEST(PrecisionServerTest, ADeviceThisBuildCannotUseStopsTheServerNamingTheFlag) {
+  // A CPU build (CI's) has no CUDA; a CUDA build on a machine without a GPU
+  // has no device 0. Either way the server exits saying why, before loading.
+  for (const char* flag : {"--device=cuda", "--device=tpu"}) {
+    testing::ServerProcess server;
+    EXPECT_FALSE(server.Start(testing::ServerBinary(),
+                              testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {flag})))
+        << flag;
+    EXPECT_NE(server.output().find("--device: \""), std::string::npos) << server.output();
+  }
+}
+
 }  // namespace
 }  // namespace docsparse

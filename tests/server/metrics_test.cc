@@ -365,6 +365,28 @@ TEST(MetricsTest, ComputeInfoIsReplaced) {
       exposition.Has(R"(docsparse_model_compute_info{model="m",precision="fp32",isa="avx2"})"));
 }
 
+TEST(MetricsTest, GpuMemoryShowsOnlyWithADeviceSource) {
+  Metrics metrics("1.2.3");
+  metrics.RegisterModel("minilm", "lsg", 1.0);
+  EXPECT_FALSE(Render(metrics).types().count("docsparse_gpu_memory_allocated_bytes"));
+  int64_t allocated = 100;
+  metrics.SetDeviceMemorySource("cuda:0", [&allocated] {
+    return DeviceMemoryReading{allocated, 4096, 80LL << 30};
+  });
+  allocated = 2048;  // read at the scrape, not when set
+  const Exposition exposition = Render(metrics);
+  for (const char* family :
+       {"docsparse_gpu_memory_allocated_bytes", "docsparse_gpu_memory_reserved_bytes",
+        "docsparse_gpu_memory_total_bytes"}) {
+    ASSERT_EQ(exposition.types().count(family), 1u) << family;
+    EXPECT_EQ(exposition.types().at(family), "gauge");
+  }
+  EXPECT_EQ(exposition.Value(R"(docsparse_gpu_memory_allocated_bytes{device="cuda:0"})"), 2048);
+  EXPECT_EQ(exposition.Value(R"(docsparse_gpu_memory_reserved_bytes{device="cuda:0"})"), 4096);
+  EXPECT_EQ(exposition.Value(R"(docsparse_gpu_memory_total_bytes{device="cuda:0"})"),
+            static_cast<double>(80LL << 30));
+}
+
 TEST(MetricsTest, ConcurrentObservationsAddUp) {
   Metrics metrics("v");
   ModelMetrics& model = metrics.RegisterModel("m", "dense", 0);

@@ -1,0 +1,58 @@
+// Where a model runs: the CPU, or one CUDA device (docsparse-server
+// --device). The CUDA parts exist only in a build on a CUDA LibTorch
+// (scripts/build --cuda, DOCSPARSE_CUDA_TORCH); elsewhere asking for a CUDA
+// device is a clear error, not a crash at the first forward pass.
+#ifndef DOCSPARSE_MODEL_ATTENTION_COMPUTE_DEVICE_H_
+#define DOCSPARSE_MODEL_ATTENTION_COMPUTE_DEVICE_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace docsparse {
+
+// "cpu", "cuda" (device 0) or "cuda:N". INVALID_ARGUMENT for anything else;
+// FAILED_PRECONDITION when this build has no CUDA, or the machine no such
+// device.
+absl::StatusOr<at::Device> ParseComputeDevice(const std::string& text);
+
+// "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3, 132 SMs, 79.2 GiB)".
+std::string DescribeDevice(at::Device device);
+
+// Whether this build runs models on CUDA devices (a CUDA LibTorch and our
+// CUDA kernels).
+bool CudaBuild();
+
+// Makes a stream of its own current on this thread for CUDA work on
+// `device` for the scope's life (one stream per batch worker, so that two
+// workers' batches overlap on the GPU); nothing on the CPU.
+class DeviceStreamScope {
+ public:
+  explicit DeviceStreamScope(at::Device device);
+  ~DeviceStreamScope();
+  DeviceStreamScope(const DeviceStreamScope&) = delete;
+  DeviceStreamScope& operator=(const DeviceStreamScope&) = delete;
+
+ private:
+  struct Guard;
+  std::unique_ptr<Guard> guard_;
+};
+
+// A CUDA device's memory as LibTorch's caching allocator and the driver see
+// it.
+struct DeviceMemory {
+  int64_t allocated_bytes = 0;  // held by live tensors
+  int64_t reserved_bytes = 0;   // held by the caching allocator
+  int64_t total_bytes = 0;      // the device's
+};
+// Unset on the CPU and in a build without CUDA.
+std::optional<DeviceMemory> ReadDeviceMemory(at::Device device);
+
+}  // namespace docsparse
+
+#endif  // DOCSPARSE_MODEL_ATTENTION_COMPUTE_DEVICE_H_

@@ -1,0 +1,48 @@
+// --device's parsing and the CPU side of model/attention/compute_device.h
+// (the CUDA side runs on the GPU machine: tests/cuda_torch).
+#include "model/attention/compute_device.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace docsparse {
+namespace {
+
+TEST(ComputeDeviceTest, CpuParsesAndHasNoDeviceMemory) {
+  absl::StatusOr<at::Device> device = ParseComputeDevice("cpu");
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_TRUE(device->is_cpu());
+  EXPECT_EQ(DescribeDevice(*device), "cpu");
+  EXPECT_FALSE(ReadDeviceMemory(*device).has_value());
+  DeviceStreamScope nothing_to_do(*device);
+}
+
+TEST(ComputeDeviceTest, WhatIsNotADeviceIsInvalidArgument) {
+  for (const std::string text :
+       {"", "gpu", "CPU", "cuda:", "cuda:x", "cuda:-1", "cuda:256", "cuda0", "cuda:0:1", "cudax"}) {
+    absl::StatusOr<at::Device> device = ParseComputeDevice(text);
+    ASSERT_FALSE(device.ok()) << text;
+    EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(device.status().message().find("\"cpu\", \"cuda\" or \"cuda:N\""), std::string::npos)
+        << device.status();
+  }
+}
+
+TEST(ComputeDeviceTest, CudaWithoutCudaIsAFailedPreconditionThatSaysWhy) {
+  for (const std::string text : {"cuda", "cuda:0", "cuda:7"}) {
+    absl::StatusOr<at::Device> device = ParseComputeDevice(text);
+    if (device.ok()) {
+      // A CUDA build on a machine with that GPU.
+      EXPECT_TRUE(CudaBuild());
+      EXPECT_TRUE(device->is_cuda());
+      continue;
+    }
+    EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition) << text;
+    const std::string why = CudaBuild() ? "CUDA device" : "scripts/build --cuda";
+    EXPECT_NE(device.status().message().find(why), std::string::npos) << device.status();
+  }
+}
+
+}  // namespace
+}  // namespace docsparse
