@@ -410,13 +410,14 @@ int Serve() {
         std::chrono::duration<double>(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
     // A batch that is computing cannot be interrupted, and gRPC waits for its
     // calls even after cancelling them. Past the grace period no caller waits
-    // for those answers: exit rather than overstay.
+    // for those answers: exit rather than overstay, with status 1, since
+    // work was cut off (a clean drain exits 0).
     const auto exit_by = std::chrono::steady_clock::now() + grace + std::chrono::milliseconds(500);
     std::thread([exit_by] {
       std::this_thread::sleep_until(exit_by);
-      std::cout << "docsparse-server: grace period over with work still running; stopped"
+      std::cout << "docsparse-server: grace period over with work still running; stopped (exit 1)"
                 << std::endl;
-      std::_Exit(0);
+      std::_Exit(1);
     }).detach();
     server->Shutdown(std::chrono::system_clock::now() + grace);
   });

@@ -601,7 +601,10 @@ TEST_F(FaultTest, SigtermDuringALongBatchExitsWithinTheGracePeriod) {
   ASSERT_TRUE(caught);
   EXPECT_TRUE(Allowed(status.error_code(), /*draining=*/true)) << status.error_message();
   ASSERT_TRUE(exit_code.has_value()) << server_.output();
-  EXPECT_EQ(*exit_code, 0) << server_.output();
+  // Work cut off at the end of the grace period exits 1; a batch that ended
+  // in time (a fast machine) leaves a clean drain, exit 0.
+  const bool cut_off = server_.output().find("grace period over") != std::string::npos;
+  EXPECT_EQ(*exit_code, cut_off ? 1 : 0) << server_.output();
   EXPECT_LE(exit_seconds, kShortGrace + kExitMarginSeconds)
       << "the drain waited for the running batch instead of ending with the grace period";
 }
