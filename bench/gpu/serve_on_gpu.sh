@@ -99,7 +99,8 @@ print(json.dumps({'case': '$name', 'task': '$task', 'tokens': $tokens, 'concurre
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 
-if [[ ${DOCSPARSE_E2E_QUICK:-0} == 1 ]]; then
+# minilm-lsg, batching off: LSG and dense attention, one document at a time.
+minilm_alone() {
   start_server minilm-lsg 1 || exit 1
   load warm embed 4096 16 3 >/dev/null
   load lsg-4k-batch1 embed 4096 16 "$seconds"
@@ -107,6 +108,10 @@ if [[ ${DOCSPARSE_E2E_QUICK:-0} == 1 ]]; then
   load dense-4k-batch1 embed 4096 16 "$seconds" --attention dense
   load dense-16k-batch1 embed 16384 8 "$seconds" --attention dense
   stop_server minilm-lsg-batch1
+}
+
+if [[ ${DOCSPARSE_E2E_QUICK:-0} == 1 ]]; then
+  minilm_alone
   exit 0
 fi
 
@@ -126,12 +131,7 @@ for line in open('$results'):
 load "lsg-4k-rate$rate" embed 4096 64 "$seconds" --rate "$rate"
 stop_server minilm-lsg
 
-# minilm-lsg, batching off.
-start_server minilm-lsg 1 || exit 1
-load warm embed 4096 16 3 >/dev/null
-load lsg-4k-batch1 embed 4096 16 "$seconds"
-load lsg-16k-batch1 embed 16384 8 "$seconds"
-stop_server minilm-lsg-batch1
+minilm_alone
 
 # LSG-BART-base shape at 16,384 tokens (truncated to the model's window).
 start_server lsg-bart-16k 4 || exit 1

@@ -53,11 +53,8 @@ TEST_P(Seq2SeqDeviceTest, EveryGenerateCaseMatchesTransformersOnCuda) {
   ASSERT_FALSE(cases["generate_cases"].empty());
   for (const json& hf_case : cases["generate_cases"]) {
     SCOPED_TRACE(hf_case["name"].get<std::string>());
-    absl::StatusOr<GenerationConfig> parsed =
-        ParseGenerationConfig(model_config, &hf_case["params"]);
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    absl::StatusOr<GenerationConfig> config = ApplyGenerationOverrides(
-        *parsed, GenerationOverrides{}, static_cast<int>(model->max_decoder_length()));
+    absl::StatusOr<GenerationConfig> config =
+        testing::CaseGenerationConfig(model_config, hf_case, model->max_decoder_length());
     ASSERT_TRUE(config.ok()) << config.status();
     for (const json& run : hf_case["runs"]) {
       SCOPED_TRACE("batch of " + std::to_string(run["input_ids"].size()));

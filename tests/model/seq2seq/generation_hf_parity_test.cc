@@ -69,13 +69,8 @@ TEST_P(GenerationHfParityTest, EveryGenerateCaseMatchesTransformers) {
   ASSERT_FALSE(fixture.cases["generate_cases"].empty());
   for (const json& hf_case : fixture.cases["generate_cases"]) {
     SCOPED_TRACE(hf_case["name"].get<std::string>());
-    // The case's parameters are a full HF GenerationConfig: read them as a
-    // generation_config.json, through the same parser as a checkpoint's.
-    absl::StatusOr<GenerationConfig> parsed =
-        ParseGenerationConfig(model_config, &hf_case["params"]);
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    absl::StatusOr<GenerationConfig> config = ApplyGenerationOverrides(
-        *parsed, GenerationOverrides{}, static_cast<int>(fixture.model->max_decoder_length()));
+    absl::StatusOr<GenerationConfig> config =
+        testing::CaseGenerationConfig(model_config, hf_case, fixture.model->max_decoder_length());
     ASSERT_TRUE(config.ok()) << config.status();
     for (const json& run : hf_case["runs"]) {
       SCOPED_TRACE("batch of " + std::to_string(run["input_ids"].size()));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/checkpoint/generation_config.h"
 #include "model/checkpoint/safetensors.h"
 #include "model/encoder/encoder.h"
 #include "model/seq2seq/seq2seq_model.h"
@@ -50,6 +51,18 @@ inline Seq2SeqFixture LoadSeq2SeqFixture(const std::string& name) {
   EXPECT_TRUE(expected.ok()) << expected.status();
   if (expected.ok()) fixture.expected = *std::move(expected);
   return fixture;
+}
+
+// A cases.json generate case's parameters as the server runs them: a full HF
+// GenerationConfig, read as a generation_config.json over the model's
+// config.json through the checkpoint's parser, with no request overrides.
+inline absl::StatusOr<GenerationConfig> CaseGenerationConfig(const nlohmann::json& model_config,
+                                                             const nlohmann::json& hf_case,
+                                                             int64_t max_decoder_length) {
+  absl::StatusOr<GenerationConfig> parsed = ParseGenerationConfig(model_config, &hf_case["params"]);
+  if (!parsed.ok()) return parsed.status();
+  return ApplyGenerationOverrides(*parsed, GenerationOverrides{},
+                                  static_cast<int>(max_decoder_length));
 }
 
 inline EncoderBatch BatchOf(const nlohmann::json& input_ids) {
