@@ -99,29 +99,25 @@ print(json.dumps({'case': '$name', 'task': '$task', 'tokens': $tokens, 'concurre
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 
-# minilm-lsg, batching off: LSG and dense attention, one document at a time.
-minilm_alone() {
-  start_server minilm-lsg 1 || exit 1
+# minilm-lsg with batches of up to MAX_BATCH documents: LSG and dense
+# attention at both lengths (cases named ...-batchMAX_BATCH); the server keeps
+# running for the caller's further cases.
+minilm_cases() { # MAX_BATCH
+  start_server minilm-lsg "$1" || exit 1
   load warm embed 4096 16 3 >/dev/null
-  load lsg-4k-batch1 embed 4096 16 "$seconds"
-  load lsg-16k-batch1 embed 16384 8 "$seconds"
-  load dense-4k-batch1 embed 4096 16 "$seconds" --attention dense
-  load dense-16k-batch1 embed 16384 8 "$seconds" --attention dense
-  stop_server minilm-lsg-batch1
+  load "lsg-4k-batch$1" embed 4096 16 "$seconds"
+  load "lsg-16k-batch$1" embed 16384 8 "$seconds"
+  load "dense-4k-batch$1" embed 4096 16 "$seconds" --attention dense
+  load "dense-16k-batch$1" embed 16384 8 "$seconds" --attention dense
 }
 
 if [[ ${DOCSPARSE_E2E_QUICK:-0} == 1 ]]; then
-  minilm_alone
+  minilm_cases 1
+  stop_server minilm-lsg-batch1
   exit 0
 fi
 
-# minilm-lsg, batching on.
-start_server minilm-lsg 16 || exit 1
-load warm embed 4096 16 3 >/dev/null
-load lsg-4k-batch16 embed 4096 16 "$seconds"
-load lsg-16k-batch16 embed 16384 8 "$seconds"
-load dense-4k-batch16 embed 4096 16 "$seconds" --attention dense
-load dense-16k-batch16 embed 16384 8 "$seconds" --attention dense
+minilm_cases 16
 # p50/p99 at half the closed-loop throughput at 4k, open loop.
 rate=$(python3 -c "
 import json
@@ -131,7 +127,8 @@ for line in open('$results'):
 load "lsg-4k-rate$rate" embed 4096 64 "$seconds" --rate "$rate"
 stop_server minilm-lsg
 
-minilm_alone
+minilm_cases 1
+stop_server minilm-lsg-batch1
 
 # LSG-BART-base shape at 16,384 tokens (truncated to the model's window).
 start_server lsg-bart-16k 4 || exit 1
