@@ -599,14 +599,21 @@ std::vector<prometheus::MetricFamily> LabelCacheFamilies(
   };
 }
 
+// A family of one gauge read at this scrape, with `labels`.
+prometheus::MetricFamily OneGauge(std::string name, std::string help, int64_t value,
+                                  std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = static_cast<double>(value);
+  return prometheus::MetricFamily{
+      std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
+}
+
 // The process's memory at this scrape (server/process_memory.h says why
 // RSS alone is not enough).
 std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory) {
   const auto gauge = [](std::string name, std::string help, int64_t value) {
-    prometheus::ClientMetric metric;
-    metric.gauge.value = static_cast<double>(value);
-    return prometheus::MetricFamily{
-        std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
+    return OneGauge(std::move(name), std::move(help), value);
   };
   return {
       gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
@@ -625,11 +632,7 @@ std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory
 std::vector<prometheus::MetricFamily> DeviceMemoryFamilies(const std::string& device,
                                                            const DeviceMemoryReading& memory) {
   const auto gauge = [&device](std::string name, std::string help, int64_t value) {
-    prometheus::ClientMetric metric;
-    metric.label.push_back({"device", device});
-    metric.gauge.value = static_cast<double>(value);
-    return prometheus::MetricFamily{
-        std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
+    return OneGauge(std::move(name), std::move(help), value, {{"device", device}});
   };
   return {
       gauge("docsparse_gpu_memory_allocated_bytes", "GPU memory held by live tensors.",
