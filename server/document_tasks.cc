@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
 #include "model/encoder/pooling.h"
 #include "model/tasks/extractive_summary.h"
@@ -107,8 +106,7 @@ absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& bud
   report->set_budget_met(BudgetMet(budget, job.cost));
   report->set_batch_size(result.batch_size);
   report->set_precision(std::string(PrecisionName(context.model->precision())));
-  report->set_isa(context.model->device().is_cpu() ? std::string(IsaName(HostCpuFeatures()))
-                                                   : std::string("cuda"));
+  report->set_isa(context.model->isa());
   v1::Timings* timings = report->mutable_timings();
   timings->set_tokenize_ms(context.tokenize_ms);
   timings->set_queue_ms(Milliseconds(result.started - job.pending.enqueued));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
+#include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
 #include "model/text/tokenizer_loader.h"
 #include "model/text/wordpiece_tokenizer.h"
@@ -126,6 +127,10 @@ Precision ServedModel::precision() const {
 
 at::Device ServedModel::device() const {
   return abstractive() ? seq2seq->device() : encoder->device();
+}
+
+std::string ServedModel::isa() const {
+  return device().is_cpu() ? std::string(IsaName(HostCpuFeatures())) : "cuda";
 }
 
 const AttentionMechanism& ServedModel::attention() const {

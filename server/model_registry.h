@@ -65,6 +65,9 @@ struct ServedModel {
   Precision precision() const;
   // Where it runs (--device).
   at::Device device() const;
+  // What computes it, as the cost report and /metrics name it: the CPU's
+  // instruction set ("amx", "avx512_bf16", ...) or "cuda".
+  std::string isa() const;
   EncoderShape encoder_shape() const;
   int vocab_size() const;
   // Longest encoder input, special tokens included.

@@ -306,8 +306,7 @@ int Serve() {
   }
   for (const ServedModel* model : (*registry)->models()) {
     metrics.RegisterModel(model->name, model->serving.attention.kind, model->load_seconds);
-    metrics.SetModelCompute(model->name, PrecisionName(model->precision()),
-                            device->is_cpu() ? IsaName(HostCpuFeatures()) : "cuda");
+    metrics.SetModelCompute(model->name, PrecisionName(model->precision()), model->isa());
     if (model->labels != nullptr) {
       metrics.SetLabelCacheSource(model->name, [cache = model->labels.get()] {
         const LabelCacheStats stats = cache->stats();

@@ -26,14 +26,13 @@ bool CudaBuild() {
 absl::StatusOr<at::Device> ParseComputeDevice(const std::string& text) {
   if (text == "cpu") return at::Device(at::kCPU);
   const std::string cuda = "cuda";
-  if (text.compare(0, cuda.size(), cuda) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", text, "\" is not a device: \"cpu\", \"cuda\" or \"cuda:N\""));
-  }
+  const std::string rest = text.compare(0, cuda.size(), cuda) == 0 ? text.substr(cuda.size()) : "";
   int index = 0;
-  const std::string rest = text.substr(cuda.size());
-  if (!rest.empty() &&
-      (rest[0] != ':' || !absl::SimpleAtoi(rest.substr(1), &index) || index < 0 || index > 255)) {
+  const bool names_cuda =
+      text.compare(0, cuda.size(), cuda) == 0 &&
+      (rest.empty() ||
+       (rest[0] == ':' && absl::SimpleAtoi(rest.substr(1), &index) && index >= 0 && index <= 255));
+  if (!names_cuda) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", text, "\" is not a device: \"cpu\", \"cuda\" or \"cuda:N\""));
   }

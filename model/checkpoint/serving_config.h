@@ -109,8 +109,7 @@ struct BatchingConfig {
   // of them only added waiting (bench/serving_batching.sh, 4,096 tokens:
   // 1-7% fewer requests/s than unbatched under caps of 16,384 and 8,192),
   // while twelve 512-token documents still share a batch. Unset: the
-  // device's default (those on the CPU; a GPU wants bigger batches:
-  // kGpuMaxBatchTokens, kGpuMaxBatchAttentionGflops).
+  // device's default (kCpu... on the CPU, kGpu... on a GPU).
   std::optional<int64_t> max_batch_tokens;           // [1, 2^30]
   std::optional<double> max_batch_attention_gflops;  // [1e-6, 1e9]
 

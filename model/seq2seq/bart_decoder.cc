@@ -97,10 +97,8 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Devi
                          Precision precision)
     : config_(std::move(config)),
       device_(device),
-      type_(precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat),
+      type_(Seq2SeqElementType(precision)),
       weights_(std::move(weights)) {
-  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
-              "BartDecoder: precision must be fp32 or bf16");
   const auto product = [&](const at::Tensor& weight, const at::Tensor& bias,
                            std::optional<Activation> activation = std::nullopt) {
     return Linear(weight, bias, precision, Linear::Bias::kInProduct, activation, device_);
@@ -125,20 +123,15 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Devi
   weights_.final_logits_bias = at::Tensor();
   // What stays a tensor: the embeddings, the norms and the cross-attention
   // key/value projection.
-  const auto place = [this](at::Tensor* t) {
-    if (t->defined()) *t = t->to(device_, type_).contiguous();
-  };
-  for (at::Tensor* t :
-       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
-        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias}) {
-    place(t);
-  }
+  PlaceTensors(
+      device_, type_,
+      {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
+       &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias});
   for (BartDecoderLayerWeights& w : weights_.layers) {
-    for (at::Tensor* t : {&w.self.attention_norm_weight, &w.self.attention_norm_bias,
-                          &w.self.final_norm_weight, &w.self.final_norm_bias, &w.cross.kv_weight,
-                          &w.cross.kv_bias, &w.cross.norm_weight, &w.cross.norm_bias}) {
-      place(t);
-    }
+    PlaceTensors(device_, type_,
+                 {&w.self.attention_norm_weight, &w.self.attention_norm_bias,
+                  &w.self.final_norm_weight, &w.self.final_norm_bias, &w.cross.kv_weight,
+                  &w.cross.kv_bias, &w.cross.norm_weight, &w.cross.norm_bias});
   }
 }
 

@@ -102,32 +102,37 @@ absl::StatusOr<std::unique_ptr<BartEncoder>> BartEncoder::Create(
   return std::make_unique<BartEncoder>(config, std::move(weights), std::move(attention));
 }
 
+at::ScalarType Seq2SeqElementType(Precision precision) {
+  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
+              "a summarizer runs fp32 or bf16");
+  return precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
+}
+
+void PlaceTensors(at::Device device, at::ScalarType type,
+                  std::initializer_list<at::Tensor*> tensors) {
+  for (at::Tensor* t : tensors) {
+    if (t->defined()) *t = t->to(device, type).contiguous();
+  }
+}
+
 BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
                          std::unique_ptr<AttentionMechanism> attention, at::Device device,
                          Precision precision)
     : config_(std::move(config)),
       device_(device),
-      type_(precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat),
+      type_(Seq2SeqElementType(precision)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
-  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
-              "BartEncoder: precision must be fp32 or bf16");
-  const auto place = [this](at::Tensor* t) {
-    if (t->defined()) *t = t->to(device_, type_).contiguous();
-  };
-  for (at::Tensor* t :
-       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
-        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias,
-        &weights_.global_embeddings}) {
-    place(t);
-  }
+  PlaceTensors(
+      device_, type_,
+      {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
+       &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias,
+       &weights_.global_embeddings});
   for (BartLayerWeights& w : weights_.layers) {
-    for (at::Tensor* t :
-         {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
-          &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
-          &w.final_norm_weight, &w.final_norm_bias}) {
-      place(t);
-    }
+    PlaceTensors(device_, type_,
+                 {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
+                  &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
+                  &w.final_norm_weight, &w.final_norm_bias});
   }
 }
 

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,15 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& mod
                                                           const BartConfig& config);
 absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& checkpoint,
                                                           const BartConfig& config);
+
+// The element type of a summarizer's weights and activations in
+// `precision`: kFp32 -> fp32, kBf16 -> bf16 (throws for the others, which
+// Seq2SeqModel::Create refuses by name).
+at::ScalarType Seq2SeqElementType(Precision precision);
+
+// Moves each defined tensor to `device` in `type`, contiguous.
+void PlaceTensors(at::Device device, at::ScalarType type,
+                  std::initializer_list<at::Tensor*> tensors);
 
 // Immutable after Create; Forward may run on several threads at once.
 //
