@@ -14,7 +14,6 @@
 #include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
 #include "model/text/tokenizer_loader.h"
-#include "model/text/wordpiece_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace docsparse {
@@ -22,10 +21,10 @@ namespace docsparse {
 namespace {
 
 // The native planner docsparse.json's attention.kind names: "native" is
-// LSG on an LSG checkpoint, else dense.
+// the checkpoint's own (model/attention/planner_registry.h).
 absl::StatusOr<AttentionKind> NativeKind(const std::string& path, const AttentionChoice& choice,
-                                         bool lsg_checkpoint) {
-  if (choice.kind == "native") return lsg_checkpoint ? AttentionKind::kLsg : AttentionKind::kDense;
+                                         const NativeAttention& checkpoint) {
+  if (choice.kind == "native") return checkpoint.kind;
   const std::optional<AttentionKind> kind = AttentionKindNamed(choice.kind);
   if (!kind.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: attention.kind \"",
@@ -35,15 +34,18 @@ absl::StatusOr<AttentionKind> NativeKind(const std::string& path, const Attentio
 }
 
 // The model's planners (model/attention/planner_registry.h): the native one
-// and every other the checkpoint has what it needs for. Errors name
-// docsparse.json.
+// and every other the checkpoint has what it needs for. The checkpoint's own
+// knobs hold where its planner serves, with docsparse.json's over them.
+// Errors name docsparse.json.
 absl::StatusOr<std::unique_ptr<ModelPlanners>> MakePlanners(const std::string& path,
                                                             const AttentionChoice& choice,
+                                                            const NativeAttention& checkpoint,
                                                             PlannerSource source,
                                                             bool alternatives) {
-  ASSIGN_OR_RETURN(const AttentionKind native, NativeKind(path, choice, source.lsg.has_value()));
+  ASSIGN_OR_RETURN(const AttentionKind native, NativeKind(path, choice, checkpoint));
   source.model_dir = path;
-  source.configured_knobs = choice.knobs;
+  if (native == checkpoint.kind) source.configured_knobs = checkpoint.knobs;
+  for (const auto& [name, value] : choice.knobs) source.configured_knobs[name] = value;
   absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
       ModelPlanners::Make(native, source, alternatives);
   if (!planners.ok()) {
@@ -95,8 +97,9 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
   source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
                               config.hidden_size, config.intermediate_size};
   source.lsg = config.lsg;
-  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
-                                                 /*alternatives=*/false));
+  ASSIGN_OR_RETURN(model->planners,
+                   MakePlanners(path, model->serving.attention, NativeAttentionOf(config), source,
+                                /*alternatives=*/false));
   ASSIGN_OR_RETURN(model->seq2seq,
                    Seq2SeqModel::Create(path, config, model->planners->MakeMechanism(),
                                         options.device, precision));
@@ -189,15 +192,14 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
     return model;
   }
   ASSIGN_OR_RETURN(model->config, LoadEncoderConfig(path + "/config.json"));
-  ASSIGN_OR_RETURN(std::unique_ptr<WordPieceTokenizer> tokenizer,
-                   WordPieceTokenizer::FromModelDir(path));
-  model->tokenizer = std::move(tokenizer);
+  ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(path));
   PlannerSource source;
   source.shape =
       EncoderShape{model->config.num_layers, model->config.num_heads, model->config.head_dim(),
                    model->config.hidden_size, model->config.intermediate_size};
   source.lsg = model->config.lsg;
-  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, source,
+  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention,
+                                                 NativeAttentionOf(model->config), source,
                                                  /*alternatives=*/true));
   ASSIGN_OR_RETURN(
       model->encoder,

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,11 @@ struct ItemAttentionOptions {
   uint64_t seed = 0;
 };
 
+// Queries, keys and values [batch, heads, seq, head_dim] each.
+struct ProjectedHeads {
+  at::Tensor query, key, value;
+};
+
 struct AttentionInputs {
   // [batch, heads, seq, head_dim] each, in the model's activation type:
   // float32, or bfloat16 for a bf16 model. Any strides with head_dim
@@ -75,6 +81,13 @@ struct AttentionInputs {
   // and p·v on the CPU's bf16 hardware) or convert to fp32 (SBM); softmax
   // accumulates in fp32.
   Precision precision = Precision::kFp32;
+  // Architectures whose global tokens have projections of their own
+  // (Longformer's query_global, key_global, value_global): makes them from
+  // the layer's input, for every token, shaped and typed as query/key/value.
+  // Unset for the others. A mechanism whose plan has such global rows
+  // (PatternPlan::global_rows) computes them from these and calls this at
+  // most once per Forward; the others ignore it.
+  std::function<ProjectedHeads()> global_projections = nullptr;
 };
 
 // Implementations are immutable and safe to call from several threads.

@@ -49,6 +49,12 @@ class SwitchingAttention final : public AttentionMechanism {
       part.value = take(in.value);
       part.layer = in.layer;
       part.precision = in.precision;
+      if (in.global_projections) {
+        part.global_projections = [&in, &take] {
+          const ProjectedHeads all = in.global_projections();
+          return ProjectedHeads{take(all.query), take(all.key), take(all.value)};
+        };
+      }
       std::vector<ItemAttentionCost> part_costs;
       const at::Tensor part_context = mechanism->Forward(part, &part_costs);
       for (size_t i = 0; i < rows.size(); ++i) {

@@ -51,7 +51,9 @@ PatternPlan PlanLongformer(const LongformerKnobs& knobs, int32_t length, int32_t
         builder.EndBlock();
       }
     }
-    return builder.Finish();
+    PatternPlan plan = builder.Finish();
+    plan.global_rows = global;
+    return plan;
   }
   for (int32_t row = global + 1; row <= length; ++row) query_block_starts.push_back(row);
   PatternPlanBuilder builder(length, heads, std::move(query_block_starts), dilated_keys.Tokens());
@@ -78,7 +80,9 @@ PatternPlan PlanLongformer(const LongformerKnobs& knobs, int32_t length, int32_t
       builder.EndBlock();
     }
   }
-  return builder.Finish();
+  PatternPlan plan = builder.Finish();
+  plan.global_rows = global;
+  return plan;
 }
 
 }  // namespace docsparse

@@ -30,6 +30,8 @@ struct LongformerKnobs {
 // per row. With a dilated head (blocks are shared by all heads), one block
 // per remaining row instead: at most two spans, [0, g) and its window.
 //
+// global_rows: min(g, length).
+//
 // key_gather: when some head is dilated with d > 1, the tokens [g, length)
 // grouped by residue mod d (residue 0 first, ascending within a class), so
 // that a dilated row's window, which steps by d, is one span there; empty

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "kernels/bf16_attention_executor.h"
@@ -33,6 +34,7 @@ class PatternAttention final : public AttentionMechanism {
     const int64_t batch = in.query.size(0);
     const auto [bf16, out] = PrepareBlockSparseBatch(in);
     item_costs->assign(batch, ItemAttentionCost{});
+    std::optional<ProjectedHeads> global;
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
@@ -47,6 +49,10 @@ class PatternAttention final : public AttentionMechanism {
                    options.seed, in.layer);
       (*item_costs)[b].head_edges = plan.head_edges;
       ForwardItem(in, b, plan, bf16, out[b]);
+      if (plan.global_rows > 0 && in.global_projections) {
+        if (!global.has_value()) global = in.global_projections();
+        AttendFromGlobalRows(*global, b, plan, out[b]);
+      }
     }
     return out;
   }
@@ -77,6 +83,23 @@ class PatternAttention final : public AttentionMechanism {
       return;
     }
     RunBlockSparseItem(q, k, v, ViewOf(plan), bf16, threads, out);
+  }
+
+  // Rows [0, global_rows) of item b again, from the global projections:
+  // softmax(q_g·k_gᵀ/√d)·v_g over every real token (Longformer's
+  // _compute_global_attn_output_from_hidden), in fp32. The executor computed
+  // them from the ordinary projections first: g rows of n keys, which a
+  // plan without them would save.
+  static void AttendFromGlobalRows(const ProjectedHeads& global, int64_t b, const PatternPlan& plan,
+                                   at::Tensor out) {
+    const int64_t rows = plan.global_rows;
+    const int64_t length = plan.length;
+    const at::Tensor q = global.query[b].narrow(1, 0, rows).to(at::kFloat);
+    const at::Tensor k = global.key[b].narrow(1, 0, length).to(at::kFloat);
+    const at::Tensor v = global.value[b].narrow(1, 0, length).to(at::kFloat);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    const at::Tensor probabilities = at::softmax(at::matmul(q, k.transpose(1, 2)).mul_(scale), -1);
+    out.narrow(1, 0, rows).copy_(at::matmul(probabilities, v));
   }
 
   AttentionKind kind_;

@@ -109,7 +109,9 @@ PatternPlan ExpandSlides(const PatternPlan& plan) {
       }
     }
   }
-  return builder.Finish();
+  PatternPlan expanded = builder.Finish();
+  expanded.global_rows = plan.global_rows;
+  return expanded;
 }
 
 ResidueClasses::ResidueClasses(int32_t first, int32_t end, int32_t modulus)

@@ -39,6 +39,10 @@ struct PatternPlan {
   // Computed (query, key) pairs per head: Σ over blocks of block rows × span
   // lengths.
   std::vector<int64_t> head_edges;
+  // Queries [0, global_rows) attend every token (Longformer's global
+  // tokens): a model with projections of their own for them
+  // (AttentionInputs::global_projections) computes these rows from those.
+  int32_t global_rows = 0;
 
   int32_t num_query_blocks() const { return static_cast<int32_t>(query_block_starts.size()) - 1; }
   int32_t extended_keys() const { return length + static_cast<int32_t>(key_gather.size()); }

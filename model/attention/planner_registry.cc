@@ -57,6 +57,19 @@ const Registration* Find(AttentionKind kind) {
 
 }  // namespace
 
+NativeAttention NativeAttentionOf(const EncoderConfig& config) {
+  if (config.lsg.has_value()) return {AttentionKind::kLsg, {}};
+  if (config.attention_window > 0) {
+    return {AttentionKind::kLongformer,
+            {{"window", config.attention_window}, {"global_tokens", 1}}};
+  }
+  return {AttentionKind::kDense, {}};
+}
+
+NativeAttention NativeAttentionOf(const BartConfig& config) {
+  return {config.lsg.has_value() ? AttentionKind::kLsg : AttentionKind::kDense, {}};
+}
+
 absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeAttentionPlanner(
     AttentionKind kind, const PlannerSource& source) {
   const Registration* registration = Find(kind);

@@ -14,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/attention/attention_planner.h"
+#include "model/checkpoint/bart_config.h"
+#include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/lsg_config.h"
 
 namespace docsparse {
@@ -31,6 +33,22 @@ struct PlannerSource {
 
   int64_t prepended_tokens() const { return lsg.has_value() ? lsg->num_global_tokens : 0; }
 };
+
+// The attention a checkpoint was trained with, and the knobs its config
+// fixes: "native" in docsparse.json's attention.kind.
+struct NativeAttention {
+  AttentionKind kind = AttentionKind::kDense;
+  // The native planner's knobs that the checkpoint sets (docsparse.json's
+  // attention.knobs go over them).
+  AttentionKnobValues knobs;
+};
+// LSG for an LSG config; Longformer for a Longformer checkpoint (its
+// attention_window, and one global token: the first, as
+// LongformerForSequenceClassification sets it; 0 gives LongformerModel's
+// default of none); else dense.
+NativeAttention NativeAttentionOf(const EncoderConfig& config);
+// LSG for an LSG-BART / LSG-Pegasus config, else dense.
+NativeAttention NativeAttentionOf(const BartConfig& config);
 
 // Each planner's factory (its own file).
 std::unique_ptr<AttentionPlanner> MakeDensePlanner(const PlannerSource& source);

@@ -98,9 +98,9 @@ absl::Status ParseBertFields(FieldReader& reader, EncoderConfig& config) {
   ASSIGN_OR_RETURN(config.type_vocab_size, reader.RequireInt("type_vocab_size", 1, 1 << 16));
   ASSIGN_OR_RETURN(config.layer_norm_eps, reader.RequirePositiveNumber("layer_norm_eps"));
   // RoBERTa numbers positions from pad_token_id + 1, so it needs the id.
-  ASSIGN_OR_RETURN(
-      config.pad_token_id,
-      ParsePadTokenId(reader, config.vocab_size, config.architecture != Architecture::kRoberta));
+  ASSIGN_OR_RETURN(config.pad_token_id,
+                   ParsePadTokenId(reader, config.vocab_size,
+                                   !NumbersPositionsAfterPadding(config.architecture)));
   if (const json* type = reader.Find("position_embedding_type")) {
     ASSIGN_OR_RETURN(const std::string kind, reader.String("position_embedding_type", *type));
     if (kind != "absolute") {
@@ -130,6 +130,42 @@ absl::Status ParseDistilBertFields(FieldReader& reader, EncoderConfig& config) {
   config.type_vocab_size = 0;
   config.layer_norm_eps = 1e-12;  // fixed in DistilBERT's modeling code
   return absl::OkStatus();
+}
+
+// Longformer's attention_window: one even window for every layer, written
+// as a number or as a list with one entry per layer.
+absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
+  ASSIGN_OR_RETURN(const json* window, reader.Require("attention_window"));
+  std::vector<int> windows;
+  if (window->is_array()) {
+    if (static_cast<int>(window->size()) != config.num_layers) {
+      return reader.Error("attention_window", absl::StrFormat("%d entries for %d layers",
+                                                              window->size(), config.num_layers));
+    }
+    for (const json& entry : *window) {
+      ASSIGN_OR_RETURN(const int w, reader.Int("attention_window", entry, 2, 1 << 20));
+      windows.push_back(w);
+    }
+  } else {
+    ASSIGN_OR_RETURN(const int w, reader.Int("attention_window", *window, 2, 1 << 20));
+    windows.assign(static_cast<size_t>(config.num_layers), w);
+  }
+  for (const int w : windows) {
+    if (w % 2 != 0) {
+      return reader.Error("attention_window", absl::StrFormat("%d is odd; Longformer needs an "
+                                                              "even window (w/2 on each side)",
+                                                              w));
+    }
+    if (w != windows.front()) {
+      return reader.Error("attention_window",
+                          absl::StrFormat("layers differ (%d and %d); one window for every layer "
+                                          "is supported",
+                                          windows.front(), w));
+    }
+  }
+  config.attention_window = windows.front();
+  // Selects transformers' ONNX-friendly code path for the same math.
+  return reader.OptionalBool("onnx_export", false).status();
 }
 
 // id2label / num_labels / problem_type / architectures.
@@ -253,8 +289,14 @@ std::string_view ArchitectureName(Architecture architecture) {
       return "roberta";
     case Architecture::kDistilBert:
       return "distilbert";
+    case Architecture::kLongformer:
+      return "longformer";
   }
   return "?";
+}
+
+bool NumbersPositionsAfterPadding(Architecture architecture) {
+  return architecture == Architecture::kRoberta || architecture == Architecture::kLongformer;
 }
 
 std::string_view ActivationName(Activation activation) {
@@ -284,15 +326,20 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     result.architecture = Architecture::kRoberta;
   } else if (model_type == "distilbert") {
     result.architecture = Architecture::kDistilBert;
+  } else if (model_type == "longformer") {
+    result.architecture = Architecture::kLongformer;
   } else {
     return reader.Error("model_type", absl::StrFormat("unsupported value \"%s\" (supported: "
-                                                      "bert, roberta, distilbert)",
+                                                      "bert, roberta, distilbert, longformer)",
                                                       model_type));
   }
   if (result.architecture == Architecture::kDistilBert) {
     RETURN_IF_ERROR(ParseDistilBertFields(reader, result));
   } else {
     RETURN_IF_ERROR(ParseBertFields(reader, result));
+  }
+  if (result.architecture == Architecture::kLongformer) {
+    RETURN_IF_ERROR(ParseLongformerFields(reader, result));
   }
   RETURN_IF_ERROR(ParseClassificationFields(reader, result));
   RETURN_IF_ERROR(ParseLsgFields(reader, result));

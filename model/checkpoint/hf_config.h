@@ -1,5 +1,5 @@
 // Hugging Face `config.json` for the encoders we serve (BERT, RoBERTa,
-// DistilBERT), read into one architecture-neutral EncoderConfig.
+// DistilBERT, Longformer), read into one architecture-neutral EncoderConfig.
 //
 // The rule: a config we do not fully understand is refused, with a message
 // naming the field, rather than served with a silently different model.
@@ -10,6 +10,9 @@
 //         num_attention_heads, intermediate_size, hidden_act,
 //         max_position_embeddings, type_vocab_size, layer_norm_eps,
 //         pad_token_id (RoBERTa derives position ids from it);
+//       longformer: RoBERTa's, and attention_window (an even number >= 2,
+//         or a list of them, one per layer; the list must hold one value,
+//         since our Longformer planner has one window for every layer);
 //       distilbert: vocab_size, dim, n_layers, n_heads, hidden_dim,
 //         activation, max_position_embeddings, pad_token_id.
 //     Every `save_pretrained` config carries them; we do not substitute
@@ -52,7 +55,11 @@
 
 namespace docsparse {
 
-enum class Architecture { kBert, kRoberta, kDistilBert };
+enum class Architecture { kBert, kRoberta, kDistilBert, kLongformer };
+
+// RoBERTa and Longformer number positions from pad_token_id + 1 on real
+// tokens (HF create_position_ids_from_input_ids); the others from 0.
+bool NumbersPositionsAfterPadding(Architecture architecture);
 
 enum class Activation {
   kGelu,     // exact, erf-based ("gelu")
@@ -101,6 +108,10 @@ struct EncoderConfig {
   // num_global_tokens, adaptive, mask_first_token, pool_with_global,
   // lsh_num_pre_rounds; absent ones take the reference's defaults).
   std::optional<LsgConfig> lsg;
+
+  // Longformer: every layer's attention window w (query i sees keys
+  // |i - j| <= w/2, plus the global tokens); 0 for the other architectures.
+  int attention_window = 0;
 
   int head_dim() const { return hidden_size / num_heads; }
 };

@@ -30,7 +30,9 @@ HeadScheme SchemeFor(Architecture architecture) {
       // the pooler lives inside the "bert." encoder prefix.
       return {"bert.pooler.dense", "classifier", Act::kTanh};
     case Architecture::kRoberta:
-      // RobertaClassificationHead: no pooler, its own dense + tanh.
+    case Architecture::kLongformer:
+      // RobertaClassificationHead (LongformerClassificationHead is the
+      // same): no pooler, its own dense + tanh.
       return {"classifier.dense", "classifier.out_proj", Act::kTanh};
     case Architecture::kDistilBert:
       return {"pre_classifier", "classifier", Act::kRelu};

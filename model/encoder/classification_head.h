@@ -1,11 +1,13 @@
 // The sequence-classification head of a fine-tuned Hugging Face checkpoint
 // (BertForSequenceClassification, RobertaForSequenceClassification,
-// DistilBertForSequenceClassification), applied to the Encoder's output.
+// DistilBertForSequenceClassification, LongformerForSequenceClassification),
+// applied to the Encoder's output.
 //
-// All three heads read the first token's hidden state and apply two linear
+// All these heads read the first token's hidden state and apply two linear
 // layers with an activation between (dropout is the identity at inference):
 //   BERT:       classifier(tanh(bert.pooler.dense(h[:, 0])))
-//   RoBERTa:    classifier.out_proj(tanh(classifier.dense(h[:, 0])))
+//   RoBERTa, Longformer:
+//               classifier.out_proj(tanh(classifier.dense(h[:, 0])))
 //   DistilBERT: classifier(relu(pre_classifier(h[:, 0])))
 // Probabilities follow transformers' text-classification pipeline: sigmoid
 // per label for multi_label_classification (or a single label), softmax over

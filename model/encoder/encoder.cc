@@ -78,18 +78,23 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   const std::optional<Activation> intermediate_activation =
       fused_bias_gelu() ? std::nullopt : std::optional<Activation>(config_.activation);
   for (const EncoderLayerWeights& w : weights_.layers) {
-    layers_.push_back(EncoderLayer{Linear(w.qkv_weight, w.qkv_bias, precision_,
-                                          Linear::Bias::kInProduct, std::nullopt, device_),
-                                   Linear(w.output_weight, w.output_bias, precision_,
-                                          Linear::Bias::kInProduct, std::nullopt, device_),
-                                   Linear(w.intermediate_weight, w.intermediate_bias, precision_,
-                                          intermediate_bias, intermediate_activation, device_),
-                                   Linear(w.ffn_output_weight, w.ffn_output_bias, precision_,
-                                          Linear::Bias::kInProduct, std::nullopt, device_),
-                                   w.attention_norm_weight.to(device_, norm_type),
-                                   w.attention_norm_bias.to(device_, norm_type),
-                                   w.output_norm_weight.to(device_, norm_type),
-                                   w.output_norm_bias.to(device_, norm_type)});
+    std::optional<Linear> global_qkv;
+    if (w.global_qkv_weight.defined()) {
+      global_qkv.emplace(w.global_qkv_weight, w.global_qkv_bias, precision_,
+                         Linear::Bias::kInProduct, std::nullopt, device_);
+    }
+    layers_.push_back(EncoderLayer{
+        Linear(w.qkv_weight, w.qkv_bias, precision_, Linear::Bias::kInProduct, std::nullopt,
+               device_),
+        Linear(w.output_weight, w.output_bias, precision_, Linear::Bias::kInProduct, std::nullopt,
+               device_),
+        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias,
+               intermediate_activation, device_),
+        Linear(w.ffn_output_weight, w.ffn_output_bias, precision_, Linear::Bias::kInProduct,
+               std::nullopt, device_),
+        w.attention_norm_weight.to(device_, norm_type),
+        w.attention_norm_bias.to(device_, norm_type), w.output_norm_weight.to(device_, norm_type),
+        w.output_norm_bias.to(device_, norm_type), std::move(global_qkv)});
   }
   weights_.layers.clear();
 }
@@ -102,7 +107,7 @@ EncoderShape Encoder::shape() const {
 
 int64_t Encoder::max_sequence_length() const {
   // RoBERTa numbers positions from padding_idx + 1.
-  if (config_.architecture == Architecture::kRoberta) {
+  if (NumbersPositionsAfterPadding(config_.architecture)) {
     return config_.max_position_embeddings - config_.pad_token_id - 1;
   }
   return config_.max_position_embeddings;
@@ -112,7 +117,7 @@ at::Tensor Encoder::PositionIds(const at::Tensor& ids, const std::vector<int64_t
   const int64_t batch = ids.size(0);
   const int64_t seq = ids.size(1);
   at::Tensor positions = at::arange(seq, at::kLong).unsqueeze(0).expand({batch, seq}).contiguous();
-  if (config_.architecture == Architecture::kRoberta) {
+  if (NumbersPositionsAfterPadding(config_.architecture)) {
     // HF create_position_ids_from_input_ids: padding_idx + cumsum(mask) on
     // real tokens, padding_idx on padding.
     at::Tensor real = positions.lt(at::tensor(lengths, at::kLong).unsqueeze(1));
@@ -237,6 +242,15 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
                          layer,
                          options,
                          activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  if (w.global_qkv.has_value()) {
+    // Longformer: its global tokens' rows come from projections of their
+    // own, made only when a plan has such rows.
+    inputs.global_projections = [&x, &w, batch, seq, heads, head_dim] {
+      const at::Tensor global =
+          (*w.global_qkv)(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+      return ProjectedHeads{global[0], global[1], global[2]};
+    };
+  }
   at::Tensor context = attention_->Forward(inputs, item_costs)
                            .to(x.scalar_type())
                            .permute({0, 2, 1, 3})

@@ -1,5 +1,6 @@
-// BERT-family encoder (BERT, RoBERTa, DistilBERT) in LibTorch, with the
-// attention delegated to an AttentionMechanism so sparse planners plug in.
+// BERT-family encoder (BERT, RoBERTa, DistilBERT, Longformer) in LibTorch,
+// with the attention delegated to an AttentionMechanism so sparse planners
+// plug in.
 #ifndef DOCSPARSE_MODEL_ENCODER_ENCODER_H_
 #define DOCSPARSE_MODEL_ENCODER_ENCODER_H_
 
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ struct EncoderLayerWeights {
   at::Tensor intermediate_weight, intermediate_bias;
   at::Tensor ffn_output_weight, ffn_output_bias;
   at::Tensor output_norm_weight, output_norm_bias;
+  // Longformer: query_global, key_global, value_global fused like qkv;
+  // undefined for the other architectures.
+  at::Tensor global_qkv_weight, global_qkv_bias;
 };
 
 // One layer as it runs: the products packed for the encoder's precision
@@ -35,6 +40,9 @@ struct EncoderLayer {
   Linear qkv, output, intermediate, ffn_output;
   at::Tensor attention_norm_weight, attention_norm_bias;
   at::Tensor output_norm_weight, output_norm_bias;
+  // Longformer's projections for its global tokens
+  // (AttentionInputs::global_projections); empty otherwise.
+  std::optional<Linear> global_qkv;
 };
 
 struct EncoderWeights {
@@ -50,7 +58,8 @@ struct EncoderWeights {
 
 // Reads the weights of `config`'s architecture from a checkpoint folder
 // (model.safetensors or a sharded index), accepting both bare names and the
-// "bert." / "roberta." / "distilbert." prefixes of task checkpoints, and
+// "bert." / "roberta." / "distilbert." / "longformer." prefixes of task
+// checkpoints, and
 // converting F16/BF16 to F32. Shapes are checked against the config.
 absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
                                                   const EncoderConfig& config);
@@ -126,8 +135,8 @@ class Encoder {
   int64_t max_sequence_length() const;
 
  private:
-  // [batch, seq] position ids: 0.. (BERT, DistilBERT), or RoBERTa's from
-  // padding_idx + 1 on real tokens.
+  // [batch, seq] position ids: 0.. (BERT, DistilBERT), or RoBERTa's and
+  // Longformer's from padding_idx + 1 on real tokens.
   at::Tensor PositionIds(const at::Tensor& ids, const std::vector<int64_t>& lengths) const;
   // out[r] = LayerNorm(table[ids[r]] + position[positions[r]] + token_type[types[r]])
   // for `rows` rows of `out` ([rows, h], rows contiguous), in out's type

@@ -1,5 +1,5 @@
-// Maps the Hugging Face tensor names of BERT, RoBERTa and DistilBERT onto
-// EncoderWeights.
+// Maps the Hugging Face tensor names of BERT, RoBERTa, DistilBERT and
+// Longformer onto EncoderWeights.
 #include <string>
 #include <vector>
 
@@ -57,6 +57,18 @@ NameScheme SchemeFor(Architecture architecture) {
             "attention.v_lin",   "attention.out_lin",  "sa_layer_norm",   "ffn.lin1",
             "ffn.lin2",          "output_layer_norm"};
   }
+  if (architecture == Architecture::kLongformer) {
+    return {{"", "longformer."},
+            "encoder.layer.",
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "attention.output.LayerNorm",
+            "intermediate.dense",
+            "output.dense",
+            "output.LayerNorm"};
+  }
   return {{"", "bert.", "roberta."},
           "encoder.layer.",
           "attention.self.query",
@@ -109,6 +121,18 @@ absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
     }
     layer.qkv_weight = at::cat(qkv_w, 0);
     layer.qkv_bias = at::cat(qkv_b, 0);
+    if (config.architecture == Architecture::kLongformer) {
+      std::vector<at::Tensor> global_w, global_b;
+      for (const char* proj : {"query_global", "key_global", "value_global"}) {
+        const std::string name = p + "attention.self." + proj;
+        ASSIGN_OR_RETURN(at::Tensor weight, reader.Get(name + ".weight", {h, h}));
+        ASSIGN_OR_RETURN(at::Tensor bias, reader.Get(name + ".bias", {h}));
+        global_w.push_back(weight);
+        global_b.push_back(bias);
+      }
+      layer.global_qkv_weight = at::cat(global_w, 0);
+      layer.global_qkv_bias = at::cat(global_b, 0);
+    }
     ASSIGN_OR_RETURN(layer.output_weight, reader.Get(p + names.output + ".weight", {h, h}));
     ASSIGN_OR_RETURN(layer.output_bias, reader.Get(p + names.output + ".bias", {h}));
     ASSIGN_OR_RETURN(layer.attention_norm_weight,

@@ -127,6 +127,61 @@ TEST(HfConfigTest, RobertaParses) {
   EXPECT_DOUBLE_EQ(config->layer_norm_eps, 1e-5);
 }
 
+// allenai/longformer-base-4096's config.json: RoBERTa's fields plus
+// Longformer's window per layer.
+json LongformerBase() {
+  json config = RobertaBase();
+  config["architectures"] = {"LongformerForMaskedLM"};
+  config["model_type"] = "longformer";
+  config["max_position_embeddings"] = 4098;
+  config["attention_window"] = std::vector<int>(12, 512);
+  config["sep_token_id"] = 2;
+  config["onnx_export"] = false;
+  return config;
+}
+
+TEST(HfConfigTest, LongformerParsesWithItsWindow) {
+  auto config = ParseEncoderConfig(LongformerBase(), "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, Architecture::kLongformer);
+  EXPECT_EQ(config->attention_window, 512);
+  EXPECT_TRUE(NumbersPositionsAfterPadding(config->architecture));
+  json single = LongformerBase();
+  single["attention_window"] = 256;
+  config = ParseEncoderConfig(single, "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->attention_window, 256);
+  // Only Longformer has the field.
+  json roberta = RobertaBase();
+  roberta["attention_window"] = 512;
+  EXPECT_THAT(std::string(ParseEncoderConfig(roberta, "config.json").status().message()),
+              HasSubstr("unknown field 'attention_window'"));
+}
+
+TEST(HfConfigTest, LongformerWindowsWeCannotRunAreNamed) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {json(), "missing field 'attention_window'"},
+      {json(511), "511 is odd"},
+      {json(0), "attention_window"},
+      {json("512"), "attention_window"},
+      {json(std::vector<int>(11, 512)), "11 entries for 12 layers"},
+      {json({512, 512, 512, 512, 512, 512, 256, 256, 256, 256, 256, 256}),
+       "layers differ (512 and 256)"},
+  };
+  for (const auto& [window, message] : cases) {
+    json raw = LongformerBase();
+    if (window.is_null()) {
+      raw.erase("attention_window");
+    } else {
+      raw["attention_window"] = window;
+    }
+    auto config = ParseEncoderConfig(raw, "config.json");
+    ASSERT_FALSE(config.ok()) << window;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << window;
+  }
+}
+
 TEST(HfConfigTest, DistilBertParsesWithLabelsInIdOrder) {
   json raw = DistilBertSst2();
   // Out-of-order keys must still come back ordered by id.
@@ -328,6 +383,7 @@ TEST(HfConfigTest, LoadReportsMissingFileAndBadJson) {
 TEST(HfConfigTest, NamesOfEnums) {
   EXPECT_EQ(ArchitectureName(Architecture::kRoberta), "roberta");
   EXPECT_EQ(ArchitectureName(Architecture::kDistilBert), "distilbert");
+  EXPECT_EQ(ArchitectureName(Architecture::kLongformer), "longformer");
   EXPECT_EQ(ActivationName(Activation::kGeluNew), "gelu_new");
 }
 

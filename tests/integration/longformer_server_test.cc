@@ -1,0 +1,238 @@
+// Longformer checkpoints served as they are (issue 17): a temporary
+// repository holds the tiny LongformerModel and
+// LongformerForSequenceClassification fixtures (tests/fixtures/longformer)
+// with the byte-level BPE tokenizer their vocabulary was made for; the
+// server embeds and classifies with Longformer's own attention, a request's
+// knobs and budget move its window, and the outputs are transformers'.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "client/docsparse_client.h"
+#include "tests/common/fixture_paths.h"
+#include "tests/common/running_server.h"
+
+namespace docsparse {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kTolerance = 1e-4;
+
+// Two model folders: "longformer" (embed) and "longformer-classifier".
+fs::path LongformerRepository() {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("docsparse-longformer-models." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const fs::path tokenizer = testing::FixturePath("bpe_spm/bart_tokenizer");
+  for (const auto& [name, fixture, serving] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"longformer", "longformer/model",
+            R"({"tasks": ["embed"], "normalize": false, "precision": "fp32"})"},
+           {"longformer-classifier", "longformer/classifier",
+            R"({"tasks": ["classify"], "precision": "fp32"})"}}) {
+    const fs::path model = dir / name;
+    fs::create_directories(model);
+    for (const char* file : {"config.json", "model.safetensors"}) {
+      fs::copy_file(fs::path(testing::FixturePath(fixture)) / file, model / file);
+    }
+    for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+      fs::copy_file(tokenizer / file, model / file);
+    }
+    std::ofstream(model / "docsparse.json") << serving;
+  }
+  return dir;
+}
+
+nlohmann::json Case(const std::string& fixture, const std::string& name) {
+  const nlohmann::json expected =
+      nlohmann::json::parse(testing::ReadFile(testing::FixturePath(fixture + "/expected.json")));
+  for (const nlohmann::json& c : expected["cases"]) {
+    if (c["name"] == name) return c;
+  }
+  ADD_FAILURE() << "no case " << name;
+  return {};
+}
+
+// Row `row` of a case as a request document: its ids without <s> ... </s>,
+// which the server adds back.
+v1::Document Unframed(const nlohmann::json& c, size_t row) {
+  const int64_t n = c["lengths"][row].get<int64_t>();
+  v1::Document document;
+  for (int64_t i = 1; i + 1 < n; ++i) {
+    document.mutable_token_ids()->add_ids(c["input_ids"][row][i].get<int32_t>());
+  }
+  return document;
+}
+
+// HF's last_hidden_state of that row, mean-pooled over its tokens.
+std::vector<double> MeanOfRow(const nlohmann::json& c, size_t row) {
+  const int64_t n = c["lengths"][row].get<int64_t>();
+  const nlohmann::json& hidden = c["last_hidden_state"][row];
+  std::vector<double> mean(hidden[0].size(), 0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    for (size_t d = 0; d < mean.size(); ++d) mean[d] += hidden[t][d].get<double>() / n;
+  }
+  return mean;
+}
+
+// Longformer's pairs among n tokens with g global ones and window w, over n².
+double LongformerDensity(int64_t n, int64_t g, int64_t w) {
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) pairs += (i < g || j < g || std::abs(i - j) <= w / 2);
+  }
+  return static_cast<double>(pairs) / static_cast<double>(n * n);
+}
+
+class LongformerServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repository_ = LongformerRepository();
+    server_ = new testing::RunningServer();
+    ASSERT_NO_FATAL_FAILURE(testing::StartServer(repository_.string(), {}, server_));
+    client_ = server_->client.get();
+  }
+
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    client_ = nullptr;
+    fs::remove_all(repository_);
+  }
+
+  static void ExpectEmbeddingOf(const v1::EmbedResponse& response, const nlohmann::json& c,
+                                size_t row) {
+    const std::vector<double> want = MeanOfRow(c, row);
+    ASSERT_EQ(response.embedding_size(), static_cast<int>(want.size()));
+    for (size_t d = 0; d < want.size(); ++d) {
+      EXPECT_NEAR(response.embedding(static_cast<int>(d)), want[d], kTolerance) << "dim " << d;
+    }
+  }
+
+  static fs::path repository_;
+  static testing::RunningServer* server_;
+  static DocsparseClient* client_;
+};
+
+fs::path LongformerServerTest::repository_;
+testing::RunningServer* LongformerServerTest::server_ = nullptr;
+DocsparseClient* LongformerServerTest::client_ = nullptr;
+
+TEST_F(LongformerServerTest, ListsLongformerAsTheNativePatternWithTheCheckpointsWindow) {
+  auto models = client_->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->models_size(), 2);
+  for (const v1::ModelInfo& model : models->models()) {
+    EXPECT_EQ(model.attention(), v1::ATTENTION_KIND_LONGFORMER) << model.name();
+    for (const v1::PlannerInfo& planner : model.planners()) {
+      if (planner.attention() != v1::ATTENTION_KIND_LONGFORMER) continue;
+      EXPECT_EQ(planner.knobs().at("window").native(), 8);
+      EXPECT_EQ(planner.knobs().at("global_tokens").native(), 1);
+    }
+  }
+}
+
+TEST_F(LongformerServerTest, EmbedsAsTransformersWithTheCostOfLongformersPattern) {
+  const nlohmann::json c = Case("longformer/model", "single_odd");
+  v1::EmbedRequest request;
+  request.set_model("longformer");
+  *request.mutable_document() = Unframed(c, 0);
+  auto response = client_->Embed(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ExpectEmbeddingOf(*response, c, 0);
+  const v1::CostReport& cost = response->cost();
+  EXPECT_EQ(cost.attention(), v1::ATTENTION_KIND_LONGFORMER);
+  EXPECT_EQ(cost.knobs().values().at("window"), 8);
+  EXPECT_EQ(cost.knobs().values().at("global_tokens"), 1);
+  EXPECT_NEAR(cost.mean_density(), LongformerDensity(61, 1, 8), 1e-9);
+  EXPECT_GT(cost.attention_flops(), 0);
+}
+
+TEST_F(LongformerServerTest, RequestKnobsMoveTheWindowAsTransformersDoes) {
+  const nlohmann::json c = Case("longformer/model", "narrow_window");
+  ASSERT_EQ(c["window"], 4);
+  v1::EmbedRequest request;
+  request.set_model("longformer");
+  *request.mutable_document() = Unframed(c, 1);
+  (*request.mutable_budget()->mutable_knobs())["window"] = 4;
+  auto response = client_->Embed(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ExpectEmbeddingOf(*response, c, 1);
+  EXPECT_EQ(response->cost().knobs().values().at("window"), 4);
+  EXPECT_NEAR(response->cost().mean_density(), LongformerDensity(30, 1, 4), 1e-9);
+}
+
+TEST_F(LongformerServerTest, ADensityCapNarrowsTheWindow) {
+  const nlohmann::json c = Case("longformer/model", "long");
+  const int64_t n = c["lengths"][0].get<int64_t>();
+  v1::EmbedRequest request;
+  request.set_model("longformer");
+  *request.mutable_document() = Unframed(c, 0);
+  // From a request's window of 32, a cap just above window 16's density
+  // halves it once.
+  (*request.mutable_budget()->mutable_knobs())["window"] = 32;
+  request.mutable_budget()->set_max_density(LongformerDensity(n, 1, 16) + 1e-6);
+  auto capped = client_->Embed(request);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_TRUE(capped->cost().budget_met());
+  EXPECT_EQ(capped->cost().knobs().values().at("window"), 16);
+  EXPECT_NEAR(capped->cost().mean_density(), LongformerDensity(n, 1, 16), 1e-9);
+  // Below window 8's density (the lattice's floor) nothing fits: the floor
+  // runs, or a strict request is refused.
+  request.mutable_budget()->set_max_density(0.5 * LongformerDensity(n, 1, 8));
+  auto floor = client_->Embed(request);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_FALSE(floor->cost().budget_met());
+  EXPECT_EQ(floor->cost().knobs().values().at("window"), 8);
+  request.mutable_budget()->set_strict(true);
+  auto strict = client_->Embed(request);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LongformerServerTest, ClassifiesAsTransformersWithTheHeadOnTheGlobalToken) {
+  const nlohmann::json c = Case("longformer/classifier", "padded_batch");
+  for (size_t row = 0; row < c["lengths"].size(); ++row) {
+    SCOPED_TRACE(row);
+    if (c["lengths"][row].get<int64_t>() < 3) continue;
+    v1::ClassifyRequest request;
+    request.set_model("longformer-classifier");
+    *request.mutable_document() = Unframed(c, row);
+    auto response = client_->Classify(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->method(), v1::CLASSIFICATION_METHOD_HEAD);
+    EXPECT_EQ(response->cost().attention(), v1::ATTENTION_KIND_LONGFORMER);
+    const std::vector<double> logits = c["logits"][row].get<std::vector<double>>();
+    double total = 0;
+    for (double logit : logits) total += std::exp(logit);
+    const std::vector<std::string> labels = {"alpha", "beta", "gamma"};
+    ASSERT_EQ(response->scores_size(), 3);
+    for (const v1::LabelScore& score : response->scores()) {
+      const size_t id = std::find(labels.begin(), labels.end(), score.label()) - labels.begin();
+      ASSERT_LT(id, labels.size()) << score.label();
+      EXPECT_NEAR(score.score(), std::exp(logits[id]) / total, kTolerance) << score.label();
+    }
+  }
+}
+
+TEST_F(LongformerServerTest, EmbedsTextThroughTheByteLevelTokenizer) {
+  v1::EmbedRequest request;
+  request.set_model("longformer");
+  request.mutable_document()->set_text(
+      testing::ReadFile("/usr/share/common-licenses/Apache-2.0").substr(0, 600));
+  auto response = client_->Embed(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->embedding_size(), 32);
+  EXPECT_GT(response->cost().input_tokens(), 100);
+  EXPECT_LT(response->cost().mean_density(), 0.2);
+}
+
+}  // namespace
+}  // namespace docsparse
