@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<ModelPlanners>> MakePlanners(const std::string& p
   return planners;
 }
 
-// A BART / Pegasus / LSG-BART folder: the encoder-decoder, its tokenizer
+// A BART / Pegasus / LSG-BART / LED folder: the encoder-decoder, its tokenizer
 // (byte-level BPE or SentencePiece) and its generation defaults.
 absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options) {
   const std::string& path = model->path;
@@ -84,22 +84,24 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
         options.device.str(), " (\"fp32\", or \"bf16\" / \"auto\")"));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
-  // Summarizers run their native attention (LSG or dense) or dense: the
-  // position patterns and SBM are not served for them yet.
+  // Summarizers run their native attention (LSG for LSG-BART, Longformer
+  // for LED, else dense) or dense: the other planners are not served for
+  // them yet.
+  const NativeAttention checkpoint = NativeAttentionOf(config);
+  const std::string native_name(AttentionKindName(checkpoint.kind));
   const std::string& kind = model->serving.attention.kind;
-  if (kind != "native" && kind != "dense" && kind != "lsg") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, "/docsparse.json: attention.kind \"", kind, "\" is not served for ",
-                     std::string(Seq2SeqArchitectureName(config.architecture)),
-                     " models (native, dense or lsg)"));
+  if (kind != "native" && kind != "dense" && kind != native_name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, "/docsparse.json: attention.kind \"", kind, "\" is not served for ",
+        std::string(Seq2SeqArchitectureName(config.architecture)), " models (native, dense",
+        checkpoint.kind == AttentionKind::kDense ? "" : absl::StrCat(" or ", native_name), ")"));
   }
   PlannerSource source;
   source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
                               config.hidden_size, config.intermediate_size};
   source.lsg = config.lsg;
-  ASSIGN_OR_RETURN(model->planners,
-                   MakePlanners(path, model->serving.attention, NativeAttentionOf(config), source,
-                                /*alternatives=*/false));
+  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, checkpoint, source,
+                                                 /*alternatives=*/false));
   ASSIGN_OR_RETURN(model->seq2seq,
                    Seq2SeqModel::Create(path, config, model->planners->MakeMechanism(),
                                         options.device, precision));
@@ -174,7 +176,8 @@ bool IsSeq2SeqCheckpoint(const std::string& path) {
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!config.is_object()) return false;
   const auto type = config.find("model_type");
-  return type != config.end() && type->is_string() && (*type == "bart" || *type == "pegasus");
+  return type != config.end() && type->is_string() &&
+         (*type == "bart" || *type == "pegasus" || *type == "led");
 }
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,

@@ -67,7 +67,21 @@ NativeAttention NativeAttentionOf(const EncoderConfig& config) {
 }
 
 NativeAttention NativeAttentionOf(const BartConfig& config) {
-  return {config.lsg.has_value() ? AttentionKind::kLsg : AttentionKind::kDense, {}};
+  if (config.lsg.has_value()) return {AttentionKind::kLsg, {}};
+  if (config.attention_window > 0) {
+    return {AttentionKind::kLongformer,
+            {{"window", config.attention_window}, {"global_tokens", 1}}};
+  }
+  return {AttentionKind::kDense, {}};
+}
+
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeNativeMechanism(
+    const NativeAttention& native, PlannerSource source) {
+  source.configured_knobs = native.knobs;
+  absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner =
+      MakeAttentionPlanner(native.kind, source);
+  if (!planner.ok()) return planner.status();
+  return (*planner)->MakeMechanism();
 }
 
 absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeAttentionPlanner(

@@ -47,7 +47,8 @@ struct NativeAttention {
 // LongformerForSequenceClassification sets it; 0 gives LongformerModel's
 // default of none); else dense.
 NativeAttention NativeAttentionOf(const EncoderConfig& config);
-// LSG for an LSG-BART / LSG-Pegasus config, else dense.
+// LSG for an LSG-BART / LSG-Pegasus config; Longformer for LED's encoder
+// (as for a Longformer checkpoint); else dense.
 NativeAttention NativeAttentionOf(const BartConfig& config);
 
 // Each planner's factory (its own file).
@@ -65,6 +66,12 @@ std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source);
 // what it needs, INVALID_ARGUMENT for a configured knob it does not have.
 absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeAttentionPlanner(AttentionKind kind,
                                                                        const PlannerSource& source);
+
+// The mechanism of `native`'s planner with the checkpoint's knobs: what a
+// folder runs as published, for code that loads one without its
+// docsparse.json (Seq2SeqModel::Create's default, tests, benchmarks).
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeNativeMechanism(
+    const NativeAttention& native, PlannerSource source);
 
 // The kinds `source` has what it needs for, in enum order.
 std::vector<AttentionKind> AvailablePlannerKinds(const PlannerSource& source);

@@ -74,11 +74,21 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
   }
   ASSIGN_OR_RETURN(config.intermediate_size, reader.RequireInt("encoder_ffn_dim", 1, 1 << 20));
   ASSIGN_OR_RETURN(config.activation, ParseActivation(reader));
-  ASSIGN_OR_RETURN(config.max_position_embeddings,
-                   reader.RequireInt("max_position_embeddings", 1, 1 << 24));
+  if (config.architecture == Seq2SeqArchitecture::kLed) {
+    ASSIGN_OR_RETURN(config.max_position_embeddings,
+                     reader.RequireInt("max_encoder_position_embeddings", 1, 1 << 24));
+    ASSIGN_OR_RETURN(config.decoder_max_position_embeddings,
+                     reader.RequireInt("max_decoder_position_embeddings", 1, 1 << 24));
+    ASSIGN_OR_RETURN(config.attention_window,
+                     ReadUniformAttentionWindow(reader, config.num_layers));
+  } else {
+    ASSIGN_OR_RETURN(config.max_position_embeddings,
+                     reader.RequireInt("max_position_embeddings", 1, 1 << 24));
+    config.decoder_max_position_embeddings = config.max_position_embeddings;
+    ASSIGN_OR_RETURN(config.scale_embedding, reader.RequireBool("scale_embedding"));
+  }
   ASSIGN_OR_RETURN(config.pad_token_id,
                    reader.RequireInt("pad_token_id", 0, config.vocab_size - 1));
-  ASSIGN_OR_RETURN(config.scale_embedding, reader.RequireBool("scale_embedding"));
 
   ASSIGN_OR_RETURN(config.decoder_layers, reader.RequireInt("decoder_layers", 1, 1024));
   ASSIGN_OR_RETURN(config.decoder_heads, reader.RequireInt("decoder_attention_heads", 1, 1 << 12));
@@ -104,7 +114,7 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
     RETURN_IF_ERROR(reader.OnlyNeutral("static_position_embeddings", false,
                                        "only learned position embeddings"));
     RETURN_IF_ERROR(reader.OnlyNeutral("extra_pos_embeddings", 2, "positions are offset by 2"));
-  } else {
+  } else if (config.architecture == Seq2SeqArchitecture::kPegasus) {
     RETURN_IF_ERROR(reader.OnlyNeutral("normalize_before", true, "Pegasus layers are pre-LN"));
     RETURN_IF_ERROR(
         reader.OnlyNeutral("add_final_layer_norm", true, "Pegasus has final layer norms"));
@@ -159,6 +169,8 @@ std::string_view Seq2SeqArchitectureName(Seq2SeqArchitecture architecture) {
       return "bart";
     case Seq2SeqArchitecture::kPegasus:
       return "pegasus";
+    case Seq2SeqArchitecture::kLed:
+      return "led";
   }
   return "unknown";
 }
@@ -176,13 +188,18 @@ absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
     result.architecture = Seq2SeqArchitecture::kBart;
   } else if (model_type == "pegasus") {
     result.architecture = Seq2SeqArchitecture::kPegasus;
+  } else if (model_type == "led") {
+    result.architecture = Seq2SeqArchitecture::kLed;
   } else {
     return reader.Error(
         "model_type",
-        absl::StrFormat("unsupported value \"%s\" (supported: bart, pegasus)", model_type));
+        absl::StrFormat("unsupported value \"%s\" (supported: bart, pegasus, led)", model_type));
   }
   RETURN_IF_ERROR(ParseModelFields(reader, result));
-  RETURN_IF_ERROR(ParseLsgFields(reader, config, result));
+  // LSG converts BART and Pegasus; LED's encoder has its own sparse attention.
+  if (result.architecture != Seq2SeqArchitecture::kLed) {
+    RETURN_IF_ERROR(ParseLsgFields(reader, config, result));
+  }
   RETURN_IF_ERROR(reader.CheckNoUnknownKeys(model_type));
   return result;
 }

@@ -1,6 +1,7 @@
 // Hugging Face `config.json` of a BART-family encoder-decoder: BART
 // (model_type "bart") and Pegasus (model_type "pegasus"), plain or LSG
-// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartConfig / LSGPegasusConfig).
+// (ccdv-ai/convert_checkpoint_to_lsg, LSGBartConfig / LSGPegasusConfig), and
+// LED (model_type "led", the Longformer-Encoder-Decoder).
 //
 // Same rules as model/checkpoint/hf_config.h: a config we do not fully understand is
 // refused with a message naming the field.
@@ -28,6 +29,11 @@
 //     (google/pegasus-* carry 1; positions are not offset). Both:
 //     add_bias_logits false, is_encoder_decoder true, is_decoder and
 //     add_cross_attention false.
+//   - LED: BART's fields, except that the position tables are
+//     max_encoder_position_embeddings and max_decoder_position_embeddings
+//     (in place of max_position_embeddings), scale_embedding does not exist
+//     (no scaling), and attention_window is required (one even window for
+//     every layer, model/checkpoint/config_field_reader.h).
 //   - LSG (BART and Pegasus alike): the fields of model/checkpoint/lsg_config.h plus
 //     pass_global_tokens_to_decoder (default true), "auto_map" and
 //     "base_model_prefix": "lsg"; the reference's fix-up (mask_first_token
@@ -57,6 +63,10 @@ enum class Seq2SeqArchitecture {
   // Pre-LN layers with a final encoder.layer_norm / decoder.layer_norm,
   // sinusoidal positions from 0, no embedding LayerNorm.
   kPegasus,
+  // BART's layers with Longformer's self-attention in the encoder (its own
+  // projections for global tokens), learned positions numbered from 0,
+  // separate encoder and decoder position tables.
+  kLed,
 };
 
 std::string_view Seq2SeqArchitectureName(Seq2SeqArchitecture architecture);  // "bart", ...
@@ -68,9 +78,11 @@ struct BartConfig {
   int num_layers = 0;         // encoder_layers
   int num_heads = 0;          // encoder_attention_heads
   int intermediate_size = 0;  // encoder_ffn_dim
-  // Rows of the learned position table are max_position_embeddings + 2:
-  // BartLearnedPositionalEmbedding numbers positions from 2.
+  // The encoder's positions. Rows of the learned position table are
+  // max_position_embeddings + position_offset().
   int max_position_embeddings = 0;
+  // The decoder's positions: max_position_embeddings but for LED.
+  int decoder_max_position_embeddings = 0;
   int pad_token_id = 0;
   bool scale_embedding = false;  // token embeddings times sqrt(d_model)
   double layer_norm_eps = 1e-5;
@@ -90,18 +102,21 @@ struct BartConfig {
   // LM head = the shared token embedding (else lm_head.weight).
   bool tie_word_embeddings = true;
 
+  // LED: the encoder's Longformer window (every layer's); 0 otherwise.
+  int attention_window = 0;
+
   int head_dim() const { return hidden_size / num_heads; }
   int decoder_head_dim() const { return hidden_size / decoder_heads; }
   bool pre_layer_norm() const { return architecture == Seq2SeqArchitecture::kPegasus; }
   bool sinusoidal_positions() const { return architecture == Seq2SeqArchitecture::kPegasus; }
-  bool embedding_layer_norm() const { return architecture == Seq2SeqArchitecture::kBart; }
+  bool embedding_layer_norm() const { return architecture != Seq2SeqArchitecture::kPegasus; }
   // Row of the position table that holds position 0: BART's learned table
   // starts at row 2 (fairseq legacy), Pegasus' sinusoidal one at row 0.
   int64_t position_offset() const { return architecture == Seq2SeqArchitecture::kBart ? 2 : 0; }
 };
 
 // Parses and validates a config.json object (rules above) of model_type
-// "bart" or "pegasus"; `source_name` prefixes every error message.
+// "bart", "pegasus" or "led"; `source_name` prefixes every error message.
 absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
                                            std::string_view source_name);
 

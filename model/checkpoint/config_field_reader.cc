@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -10,6 +11,38 @@
 namespace docsparse {
 
 using json = nlohmann::json;
+
+absl::StatusOr<int> ReadUniformAttentionWindow(FieldReader& reader, int layers) {
+  constexpr std::string_view kKey = "attention_window";
+  ASSIGN_OR_RETURN(const json* window, reader.Require(kKey));
+  std::vector<int> windows;
+  if (window->is_array()) {
+    if (static_cast<int>(window->size()) != layers) {
+      return reader.Error(kKey,
+                          absl::StrFormat("%d entries for %d layers", window->size(), layers));
+    }
+    for (const json& entry : *window) {
+      ASSIGN_OR_RETURN(const int w, reader.Int(kKey, entry, 2, 1 << 20));
+      windows.push_back(w);
+    }
+  } else {
+    ASSIGN_OR_RETURN(const int w, reader.Int(kKey, *window, 2, 1 << 20));
+    windows.assign(static_cast<size_t>(layers), w);
+  }
+  for (const int w : windows) {
+    if (w % 2 != 0) {
+      return reader.Error(
+          kKey,
+          absl::StrFormat("%d is odd; Longformer needs an even window (w/2 on each side)", w));
+    }
+    if (w != windows.front()) {
+      return reader.Error(kKey, absl::StrFormat("layers differ (%d and %d); one window for every "
+                                                "layer is supported",
+                                                windows.front(), w));
+    }
+  }
+  return windows.front();
+}
 
 std::string_view JsonTypeName(const json& value) {
   if (value.is_number_integer()) return "integer";

@@ -74,6 +74,11 @@ class FieldReader {
 // an LSG one.
 absl::StatusOr<LsgConfig> ReadLsgFields(FieldReader& reader);
 
+// Longformer's attention_window (Longformer, LED): an even number >= 2, or a
+// list of them with one entry per layer (`layers`), all equal: our
+// Longformer planner has one window for every layer. Errors name the field.
+absl::StatusOr<int> ReadUniformAttentionWindow(FieldReader& reader, int layers);
+
 // "integer", "number", or nlohmann's type name: for "expected X, got Y".
 std::string_view JsonTypeName(const nlohmann::json& value);
 

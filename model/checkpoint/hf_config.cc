@@ -132,38 +132,9 @@ absl::Status ParseDistilBertFields(FieldReader& reader, EncoderConfig& config) {
   return absl::OkStatus();
 }
 
-// Longformer's attention_window: one even window for every layer, written
-// as a number or as a list with one entry per layer.
+// Longformer's attention_window, and a flag of transformers' own.
 absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
-  ASSIGN_OR_RETURN(const json* window, reader.Require("attention_window"));
-  std::vector<int> windows;
-  if (window->is_array()) {
-    if (static_cast<int>(window->size()) != config.num_layers) {
-      return reader.Error("attention_window", absl::StrFormat("%d entries for %d layers",
-                                                              window->size(), config.num_layers));
-    }
-    for (const json& entry : *window) {
-      ASSIGN_OR_RETURN(const int w, reader.Int("attention_window", entry, 2, 1 << 20));
-      windows.push_back(w);
-    }
-  } else {
-    ASSIGN_OR_RETURN(const int w, reader.Int("attention_window", *window, 2, 1 << 20));
-    windows.assign(static_cast<size_t>(config.num_layers), w);
-  }
-  for (const int w : windows) {
-    if (w % 2 != 0) {
-      return reader.Error("attention_window", absl::StrFormat("%d is odd; Longformer needs an "
-                                                              "even window (w/2 on each side)",
-                                                              w));
-    }
-    if (w != windows.front()) {
-      return reader.Error("attention_window",
-                          absl::StrFormat("layers differ (%d and %d); one window for every layer "
-                                          "is supported",
-                                          windows.front(), w));
-    }
-  }
-  config.attention_window = windows.front();
+  ASSIGN_OR_RETURN(config.attention_window, ReadUniformAttentionWindow(reader, config.num_layers));
   // Selects transformers' ONNX-friendly code path for the same math.
   return reader.OptionalBool("onnx_export", false).status();
 }

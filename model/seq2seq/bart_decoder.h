@@ -119,7 +119,7 @@ class BartDecoder {
                                      double* flops) const;
 
   // Decoder positions the position table has room for.
-  int64_t max_positions() const { return config_.max_position_embeddings; }
+  int64_t max_positions() const { return config_.decoder_max_position_embeddings; }
   at::Device device() const { return device_; }
   const BartConfig& config() const { return config_; }
 

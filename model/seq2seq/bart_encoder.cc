@@ -29,23 +29,40 @@ bool AllAbandoned(const std::function<bool(size_t)>& abandoned, size_t rows) {
 }  // namespace
 
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
-                                                      const std::string& p, int64_t h,
-                                                      int64_t ffn) {
+                                                      const std::string& p, int64_t h, int64_t ffn,
+                                                      SelfAttentionNames names) {
   const auto get = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return ReadFloatTensor(checkpoint, p + name, shape);
   };
+  // Three projections under `attention`, fused into one [3h, h] product.
+  const auto fused = [&](const std::string& attention, std::initializer_list<const char*> projs,
+                         at::Tensor* weight, at::Tensor* bias) -> absl::Status {
+    std::vector<at::Tensor> weights, biases;
+    for (const char* proj : projs) {
+      ASSIGN_OR_RETURN(at::Tensor w, get(absl::StrCat(attention, proj, ".weight"), {h, h}));
+      ASSIGN_OR_RETURN(at::Tensor b, get(absl::StrCat(attention, proj, ".bias"), {h}));
+      weights.push_back(w);
+      biases.push_back(b);
+    }
+    *weight = at::cat(weights, 0);
+    *bias = at::cat(biases, 0);
+    return absl::OkStatus();
+  };
   BartLayerWeights layer;
-  std::vector<at::Tensor> qkv_w, qkv_b;
-  for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
-    ASSIGN_OR_RETURN(at::Tensor weight, get(absl::StrCat("self_attn.", proj, ".weight"), {h, h}));
-    ASSIGN_OR_RETURN(at::Tensor bias, get(absl::StrCat("self_attn.", proj, ".bias"), {h}));
-    qkv_w.push_back(weight);
-    qkv_b.push_back(bias);
+  if (names == SelfAttentionNames::kLongformer) {
+    const std::string attention = "self_attn.longformer_self_attn.";
+    RETURN_IF_ERROR(
+        fused(attention, {"query", "key", "value"}, &layer.qkv_weight, &layer.qkv_bias));
+    RETURN_IF_ERROR(fused(attention, {"query_global", "key_global", "value_global"},
+                          &layer.global_qkv_weight, &layer.global_qkv_bias));
+    ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.output.weight", {h, h}));
+    ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.output.bias", {h}));
+  } else {
+    RETURN_IF_ERROR(
+        fused("self_attn.", {"q_proj", "k_proj", "v_proj"}, &layer.qkv_weight, &layer.qkv_bias));
+    ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.out_proj.weight", {h, h}));
+    ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.out_proj.bias", {h}));
   }
-  layer.qkv_weight = at::cat(qkv_w, 0);
-  layer.qkv_bias = at::cat(qkv_b, 0);
-  ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.out_proj.weight", {h, h}));
-  ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.out_proj.bias", {h}));
   ASSIGN_OR_RETURN(layer.attention_norm_weight, get("self_attn_layer_norm.weight", {h}));
   ASSIGN_OR_RETURN(layer.attention_norm_bias, get("self_attn_layer_norm.bias", {h}));
   ASSIGN_OR_RETURN(layer.fc1_weight, get("fc1.weight", {ffn, h}));
@@ -89,7 +106,10 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
     ASSIGN_OR_RETURN(
         BartLayerWeights layer,
         ReadBartLayerWeights(checkpoint, absl::StrCat(prefix, "encoder.layers.", i, "."), h,
-                             config.intermediate_size));
+                             config.intermediate_size,
+                             config.architecture == Seq2SeqArchitecture::kLed
+                                 ? SelfAttentionNames::kLongformer
+                                 : SelfAttentionNames::kBart));
     w.layers.push_back(std::move(layer));
   }
   return w;
@@ -129,10 +149,11 @@ BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias,
        &weights_.global_embeddings});
   for (BartLayerWeights& w : weights_.layers) {
-    PlaceTensors(device_, type_,
-                 {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
-                  &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
-                  &w.final_norm_weight, &w.final_norm_bias});
+    PlaceTensors(
+        device_, type_,
+        {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
+         &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
+         &w.final_norm_weight, &w.final_norm_bias, &w.global_qkv_weight, &w.global_qkv_bias});
   }
 }
 
@@ -163,13 +184,23 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   const at::Tensor qkv = at::linear(attention_input, w.qkv_weight, w.qkv_bias)
                              .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
                              .permute({2, 0, 3, 1, 4});
-  const AttentionInputs inputs{qkv[0].contiguous(),
-                               qkv[1].contiguous(),
-                               qkv[2].contiguous(),
-                               lengths,
-                               layer,
-                               options,
-                               type_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  AttentionInputs inputs{qkv[0].contiguous(),
+                         qkv[1].contiguous(),
+                         qkv[2].contiguous(),
+                         lengths,
+                         layer,
+                         options,
+                         type_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  if (w.global_qkv_weight.defined()) {
+    // LED: the global tokens' rows from projections of their own, made only
+    // when a plan has global rows.
+    inputs.global_projections = [&attention_input, &w, this, batch, seq] {
+      const at::Tensor global = at::linear(attention_input, w.global_qkv_weight, w.global_qkv_bias)
+                                    .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
+                                    .permute({2, 0, 3, 1, 4});
+      return ProjectedHeads{global[0], global[1], global[2]};
+    };
+  }
   const at::Tensor context = attention_->Forward(inputs, item_costs)
                                  .to(type_)
                                  .permute({0, 2, 1, 3})

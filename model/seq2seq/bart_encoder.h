@@ -1,6 +1,9 @@
 // The encoder half of BART and Pegasus in LibTorch, plain or LSG
 // (ccdv-ai/convert_checkpoint_to_lsg, LSGBartEncoder / LSGPegasusEncoder),
-// with the attention delegated to an AttentionMechanism. The decoder is
+// and of LED (BART's layers around Longformer's self-attention, whose global
+// tokens' projections go to the mechanism as
+// AttentionInputs::global_projections), with the attention delegated to an
+// AttentionMechanism. The decoder is
 // model/seq2seq/bart_decoder.h.
 #ifndef DOCSPARSE_MODEL_SEQ2SEQ_BART_ENCODER_H_
 #define DOCSPARSE_MODEL_SEQ2SEQ_BART_ENCODER_H_
@@ -29,13 +32,23 @@ struct BartLayerWeights {
   at::Tensor fc1_weight, fc1_bias;                        // [ffn, h], [ffn]
   at::Tensor fc2_weight, fc2_bias;                        // [h, ffn], [h]
   at::Tensor final_norm_weight, final_norm_bias;          // final_layer_norm
+  // LED's encoder: query_global, key_global, value_global fused like qkv;
+  // undefined otherwise.
+  at::Tensor global_qkv_weight, global_qkv_bias;
 };
 
-// Reads `<layer_prefix>self_attn.*`, fc1, fc2 and the two norms of one
-// layer (encoder layer, or the self-attention/FFN half of a decoder layer).
-absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
-                                                      const std::string& layer_prefix, int64_t h,
-                                                      int64_t ffn);
+// Where a layer keeps its self-attention: BART's q_proj, k_proj, v_proj
+// and out_proj under self_attn, or LED's encoder layers' Longformer
+// attention (self_attn.longformer_self_attn.{query,key,value} and their
+// _global twins, self_attn.output).
+enum class SelfAttentionNames { kBart, kLongformer };
+
+// Reads the self-attention, fc1, fc2 and the two norms of one layer
+// (encoder layer, or the self-attention/FFN half of a decoder layer) under
+// `layer_prefix`.
+absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(
+    const Checkpoint& checkpoint, const std::string& layer_prefix, int64_t h, int64_t ffn,
+    SelfAttentionNames names = SelfAttentionNames::kBart);
 
 struct BartEncoderWeights {
   at::Tensor token_embeddings;  // [vocab, h]: shared / encoder.embed_tokens

@@ -9,11 +9,13 @@ namespace docsparse {
 absl::StatusOr<std::string> FindSeq2SeqPrefix(const Checkpoint& checkpoint) {
   // Every BART/Pegasus checkpoint has encoder layers; position tables may be
   // missing (Pegasus' are computed).
+  // Task models keep them under "model." (LED's under "led.").
   const std::string probe = "encoder.layers.0.fc1.weight";
-  if (checkpoint.Has("model." + probe)) return std::string("model.");
-  if (checkpoint.Has(probe)) return std::string();
-  return absl::InvalidArgumentError(absl::StrCat("checkpoint has no tensor '", probe,
-                                                 "' under any of the prefixes ['', 'model.']"));
+  for (const char* prefix : {"model.", "led.", ""}) {
+    if (checkpoint.Has(prefix + probe)) return std::string(prefix);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "checkpoint has no tensor '", probe, "' under any of the prefixes ['', 'model.', 'led.']"));
 }
 
 absl::StatusOr<at::Tensor> ReadTokenEmbeddings(const Checkpoint& checkpoint,
@@ -29,7 +31,9 @@ absl::StatusOr<at::Tensor> ReadPositionTable(const Checkpoint& checkpoint,
                                              const std::string& prefix, const std::string& part,
                                              const BartConfig& config) {
   const std::string name = absl::StrCat(prefix, part, ".embed_positions.weight");
-  const int64_t rows = config.max_position_embeddings + config.position_offset();
+  const int64_t rows = (part == "decoder" ? config.decoder_max_position_embeddings
+                                          : config.max_position_embeddings) +
+                       config.position_offset();
   if (config.sinusoidal_positions() && !checkpoint.Has(name)) {
     return SinusoidalPositions(rows, config.hidden_size);
   }

@@ -18,7 +18,7 @@ namespace docsparse {
 
 // The prefix of the encoder/decoder tensors: "" for a bare BartModel /
 // PegasusModel checkpoint, "model." for task models such as
-// BartForConditionalGeneration. InvalidArgument naming the probed tensor
+// BartForConditionalGeneration, "led." for LEDForConditionalGeneration. InvalidArgument naming the probed tensor
 // when neither holds it.
 absl::StatusOr<std::string> FindSeq2SeqPrefix(const Checkpoint& checkpoint);
 
@@ -30,7 +30,8 @@ absl::StatusOr<at::Tensor> ReadTokenEmbeddings(const Checkpoint& checkpoint,
                                                const BartConfig& config);
 
 // `<part>.embed_positions.weight`: BART's learned table
-// [max_position_embeddings + 2, h] (required); Pegasus' sinusoidal table
+// [max_position_embeddings + 2, h] (required; LED's: [max_encoder_ or
+// max_decoder_position_embeddings, h]); Pegasus' sinusoidal table
 // [max_position_embeddings, h], read when the checkpoint has it (HF loads
 // it like any weight) and otherwise computed as SinusoidalPositions does.
 absl::StatusOr<at::Tensor> ReadPositionTable(const Checkpoint& checkpoint,

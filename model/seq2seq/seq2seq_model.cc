@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/attention/lsg_attention.h"
+#include "model/attention/planner_registry.h"
 #include "model/checkpoint/safetensors.h"
 
 namespace docsparse {
@@ -106,7 +106,13 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));
   ASSIGN_OR_RETURN(BartDecoderWeights decoder_weights, LoadBartDecoderWeights(*checkpoint, config));
-  if (attention == nullptr) attention = MakeCheckpointAttention(config.lsg);
+  if (attention == nullptr) {
+    PlannerSource source;
+    source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
+                                config.hidden_size, config.intermediate_size};
+    source.lsg = config.lsg;
+    ASSIGN_OR_RETURN(attention, MakeNativeMechanism(NativeAttentionOf(config), source));
+  }
   try {
     return std::make_unique<Seq2SeqModel>(
         std::make_unique<BartEncoder>(config, std::move(encoder_weights), std::move(attention),

@@ -1,4 +1,4 @@
-// An encoder-decoder summarizer (BART, Pegasus, LSG-BART) loaded from a
+// An encoder-decoder summarizer (BART, Pegasus, LSG-BART, LED) loaded from a
 // Hugging Face checkpoint folder: config.json + model.safetensors (or a
 // sharded index). The encoder runs through an AttentionMechanism (dense, LSG
 // or any other planner); the decoder is dense with a KV cache and is driven
@@ -49,8 +49,9 @@ class Seq2SeqModel {
  public:
   // Reads `model_dir`/config.json (model/checkpoint/bart_config.h) and the weights.
   // `attention` runs the encoder's self-attention; null picks the model's
-  // native one: LSG (model/attention/lsg_attention.h, LibTorch's thread count) for an
-  // LSG config, else dense. Errors name the file, field or tensor.
+  // native one (model/attention/planner_registry.h, NativeAttentionOf): LSG
+  // for an LSG config, Longformer's window with one global token for LED,
+  // else dense. Errors name the file, field or tensor.
   static absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Create(
       const std::string& model_dir, std::unique_ptr<AttentionMechanism> attention = nullptr);
   // The same with an already parsed config (tests, benchmarks), on `device`

@@ -1,5 +1,5 @@
 // Abstractive summaries through the real server: the tiny HF-made BART,
-// Pegasus and LSG-BART checkpoints of tests/fixtures/seq2seq in a model
+// Pegasus, LSG-BART and LED checkpoints of tests/fixtures/seq2seq in a model
 // repository beside MiniLM (extractive). Checked: token-for-token agreement
 // with transformers' generate() (greedy and beam search, also when the
 // requests share a batch), streamed chunks adding up to the unary summary,
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -62,7 +63,8 @@ class SummarizeServerTest : public ::testing::Test {
          std::vector<std::pair<std::string, std::string>>{{"bart", "bart"},
                                                           {"pegasus", "pegasus"},
                                                           {"lsg-bart", "lsg_bart"},
-                                                          {"lsg-pegasus", "lsg_pegasus"}}) {
+                                                          {"lsg-pegasus", "lsg_pegasus"},
+                                                          {"led", "led"}}) {
       const fs::path dir = repository / name;
       fs::create_directories(dir);
       for (const auto& entry : fs::directory_iterator(testing::FixturePath("seq2seq/" + fixture))) {
@@ -136,6 +138,10 @@ TEST_F(SummarizeServerTest, ListModelsReportsTheSummarizers) {
   EXPECT_EQ(by_name["bart"].hidden_size(), 32);
   ASSERT_EQ(by_name["bart"].tasks_size(), 1);
   EXPECT_EQ(by_name["bart"].tasks(0), v1::TASK_SUMMARIZE);
+  // LED: its encoder's Longformer window is its native plan.
+  EXPECT_EQ(by_name["led"].architecture(), "led");
+  EXPECT_EQ(by_name["led"].attention(), v1::ATTENTION_KIND_LONGFORMER);
+  EXPECT_EQ(by_name["led"].max_position_tokens(), 256);
 }
 
 // What the server generates for the fixtures' inputs (sent as token ids) is
@@ -143,7 +149,7 @@ TEST_F(SummarizeServerTest, ListModelsReportsTheSummarizers) {
 // the three inputs sent at once share a batch and still each get HF's
 // single-input answer.
 TEST_F(SummarizeServerTest, MatchesTransformersGenerate) {
-  for (const char* fixture : {"bart", "pegasus"}) {
+  for (const char* fixture : {"bart", "pegasus", "led"}) {
     SCOPED_TRACE(fixture);
     const nlohmann::json cases = nlohmann::json::parse(
         testing::ReadFile(testing::FixturePath(std::string("seq2seq/") + fixture + "/cases.json")));
@@ -194,6 +200,39 @@ TEST_F(SummarizeServerTest, MatchesTransformersGenerate) {
       EXPECT_TRUE(batched) << "requests sent together within 300 ms share a batch";
     }
   }
+}
+
+// LED's encoder runs Longformer's window (8 in the fixture) with one global
+// token, and the cost report says so with the pattern's exact density; a
+// request's knobs move the window.
+TEST_F(SummarizeServerTest, LedReportsItsLongformerEncodersCost) {
+  const nlohmann::json cases =
+      nlohmann::json::parse(testing::ReadFile(testing::FixturePath("seq2seq/led/cases.json")));
+  std::vector<int32_t> ids = cases["inputs"][2]["input_ids"].get<std::vector<int32_t>>();
+  const int64_t n = static_cast<int64_t>(ids.size());
+  ids.pop_back();
+  ids.erase(ids.begin());
+  const auto density = [n](int64_t window) {
+    int64_t pairs = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) pairs += (i < 1 || j < 1 || std::abs(i - j) <= window / 2);
+    }
+    return static_cast<double>(pairs) / static_cast<double>(n * n);
+  };
+  v1::SummarizeRequest request;
+  request.set_model("led");
+  for (int32_t id : ids) request.mutable_document()->mutable_token_ids()->add_ids(id);
+  request.mutable_generation()->set_max_length(8);
+  auto native = client_->Summarize(request, absl::Seconds(60));
+  ASSERT_TRUE(native.ok()) << native.status();
+  EXPECT_EQ(native->cost().attention(), v1::ATTENTION_KIND_LONGFORMER);
+  EXPECT_EQ(native->cost().knobs().values().at("window"), 8);
+  EXPECT_NEAR(native->cost().mean_density(), density(8), 1e-9);
+  (*request.mutable_budget()->mutable_knobs())["window"] = 4;
+  auto narrow = client_->Summarize(request, absl::Seconds(60));
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ(narrow->cost().knobs().values().at("window"), 4);
+  EXPECT_NEAR(narrow->cost().mean_density(), density(4), 1e-9);
 }
 
 // The chunks' texts concatenated are the unary summary, byte for byte:

@@ -137,7 +137,7 @@ TEST_P(GenerationHfParityTest, RequestOverridesReachTheDecoder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GenerationHfParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

@@ -137,7 +137,7 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
   };
   const std::vector<Case> cases = {
       {"model_type", "t5",
-       "field 'model_type': unsupported value \"t5\" (supported: bart, pegasus)"},
+       "field 'model_type': unsupported value \"t5\" (supported: bart, pegasus, led)"},
       {"normalize_before", false, "field 'normalize_before'"},
       {"static_position_embeddings", false, "field 'static_position_embeddings'"},
       {"extra_pos_embeddings", 2, "field 'extra_pos_embeddings'"},
@@ -149,6 +149,47 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
   };
   for (const Case& c : cases) {
     json config = FixtureConfig("pegasus");
+    if (c.value.is_null()) {
+      config.erase(c.key);
+    } else {
+      config[c.key] = c.value;
+    }
+    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
+    ASSERT_FALSE(result.ok()) << c.key;
+    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
+        << c.key << ": " << result.status();
+  }
+}
+
+TEST(Seq2SeqCheckpointTest, LedConfigRules) {
+  const absl::StatusOr<BartConfig> parsed = ParseBartConfig(FixtureConfig("led"), "config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->architecture, Seq2SeqArchitecture::kLed);
+  EXPECT_EQ(parsed->max_position_embeddings, 256);
+  EXPECT_EQ(parsed->decoder_max_position_embeddings, 64);
+  EXPECT_EQ(parsed->attention_window, 8);
+  EXPECT_EQ(parsed->position_offset(), 0);
+  EXPECT_TRUE(parsed->embedding_layer_norm());
+  EXPECT_FALSE(parsed->pre_layer_norm());
+  EXPECT_FALSE(parsed->scale_embedding);
+
+  struct Case {
+    std::string key;
+    json value;  // null: remove the key
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"attention_window", nullptr, "missing field 'attention_window'"},
+      {"attention_window", 7, "7 is odd"},
+      {"attention_window", json({8, 16}), "layers differ (8 and 16)"},
+      {"max_encoder_position_embeddings", nullptr,
+       "missing field 'max_encoder_position_embeddings'"},
+      {"max_decoder_position_embeddings", "64", "field 'max_decoder_position_embeddings'"},
+      {"scale_embedding", true, "unknown field 'scale_embedding' for model_type led"},
+      {"block_size", 16, "unknown field 'block_size' for model_type led"},
+  };
+  for (const Case& c : cases) {
+    json config = FixtureConfig("led");
     if (c.value.is_null()) {
       config.erase(c.key);
     } else {

@@ -72,7 +72,9 @@ TEST_P(Seq2SeqParityTest, TeacherForcedLogitsMatchHuggingFace) {
     ASSERT_TRUE(logits.ok()) << logits.status();
     const at::Tensor expected = fixture.Expected(c["logits"]);
     ASSERT_EQ(logits->sizes(), expected.sizes());
-    EXPECT_LE(MaxAbsDiff(*logits, expected), kTolerance);
+    // The fixture's own hint: 1e-4, or more where transformers' fp32
+    // logits are themselves further from fp64 (led: see its README).
+    EXPECT_LE(MaxAbsDiff(*logits, expected), fixture.cases["tolerance_hint"].get<double>());
   }
 }
 
@@ -131,7 +133,7 @@ TEST_P(Seq2SeqParityTest, GreedyDecodingMatchesHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Seq2SeqParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
