@@ -1,8 +1,9 @@
-// `docsparse-bench attention --impl longformer|bigbird|sparse_transformer|star`:
+// `docsparse-bench attention --impl longformer|bigbird|sparse_transformer|star|modernbert`:
 // each position pattern through its planner (model/attention/planner_registry.h)
 // at its native knobs, or, with a case density, at the knobs its FitBudget
 // picks for that max_density. Planning is part of the timed Forward, as in
 // serving. Runs on the bench's thread count (LibTorch's, which the bench sets).
+// modernbert times one of its sliding layers (its full layers are dense).
 #include "bench/attention_impls.h"
 #include "model/attention/planner_registry.h"
 
@@ -13,6 +14,7 @@ AttentionFactory PatternFactory(AttentionKind kind) {
   return [kind](const AttentionCase& c) -> absl::StatusOr<PreparedAttention> {
     PlannerSource source;
     source.shape = EncoderShape{1, c.heads, c.head_dim, c.heads * c.head_dim, 0};
+    source.full_attention_layers = {false};
     absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner = MakeAttentionPlanner(kind, source);
     if (!planner.ok()) return planner.status();
     ItemAttentionOptions options;
@@ -29,7 +31,8 @@ AttentionFactory PatternFactory(AttentionKind kind) {
 
 const bool kPatternsRegistered = [] {
   for (AttentionKind kind : {AttentionKind::kLongformer, AttentionKind::kBigBird,
-                             AttentionKind::kSparseTransformer, AttentionKind::kStar}) {
+                             AttentionKind::kSparseTransformer, AttentionKind::kStar,
+                             AttentionKind::kModernBert}) {
     RegisterAttentionImpl(std::string(AttentionKindName(kind)), PatternFactory(kind));
   }
   return true;

@@ -6,11 +6,14 @@
 //
 //   docsparse-bench fidelity [--fid_model models/minilm-lsg]
 //       [--fid_tokens 4096,16384] [--fid_caps 0.05,0.02] [--fid_precision fp32]
-//       [--fid_text FILE,...] [--threads 2] [--json]
+//       [--fid_text FILE,...] [--fid_planners longformer,...] [--fid_repeats 1]
+//       [--threads 2] [--json]
 //
 // The text defaults to /usr/share/common-licenses, which no planner or
 // calibration has seen (scripts/prepare-models calibrates SBM on
-// /usr/share/doc). One line per (tokens, planner, cap).
+// /usr/share/doc). One line per (tokens, planner, cap). The model runs as
+// the server runs it (its tokenizer, its checkpoint's own attention: a
+// Longformer checkpoint's window and global projections).
 #ifndef DOCSPARSE_BENCH_PATTERN_FIDELITY_H_
 #define DOCSPARSE_BENCH_PATTERN_FIDELITY_H_
 

@@ -161,13 +161,14 @@ absl::Status PriceAndAdmit(RequestPrice price, const ServerLimits& limits, Encod
   return AdmitRequest(job->price, limits);
 }
 
-// The checkpoint's own head over each window's first token; with several
-// windows the logits are averaged weighted by the windows' token counts.
+// The checkpoint's own head over each window's pooled row (its first
+// token's, or the mean, as the head reads); with several windows the logits
+// are averaged weighted by the windows' token counts.
 std::vector<LabelProbability> ScoreWithHead(const ClassificationHead& head,
-                                            const at::Tensor& first_tokens,
+                                            const at::Tensor& pooled_windows,
                                             const std::vector<std::vector<int32_t>>& windows) {
   const at::Tensor logits =
-      CombineWindows(head.Logits(first_tokens.unsqueeze(1)), windows, /*normalize=*/false);
+      CombineWindows(head.LogitsOfPooled(pooled_windows), windows, /*normalize=*/false);
   const at::Tensor probabilities = head.Probabilities(logits.unsqueeze(0))[0].contiguous();
   std::vector<LabelProbability> scores;
   for (int i = 0; i < head.num_labels(); ++i) {
@@ -301,8 +302,10 @@ absl::StatusOr<std::unique_ptr<EncodeJob>> DocumentTasks::PrepareClassify(
     if (use_head) {
       return complete(Guarded([&] {
         response->set_method(v1::CLASSIFICATION_METHOD_HEAD);
-        AddScores(ScoreWithHead(*model.head, result->pooled.first.slice(0, 0, count), windows),
-                  response);
+        const at::Tensor& pooled = model.head->pooling() == PoolingMode::kMean
+                                       ? result->pooled.mean
+                                       : result->pooled.first;
+        AddScores(ScoreWithHead(*model.head, pooled.slice(0, 0, count), windows), response);
         return FinishCost(context, request.budget(), request.options(), job, *result,
                           response->mutable_cost());
       }));

@@ -196,14 +196,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   }
   ASSIGN_OR_RETURN(model->config, LoadEncoderConfig(path + "/config.json"));
   ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(path));
-  PlannerSource source;
-  source.shape =
-      EncoderShape{model->config.num_layers, model->config.num_heads, model->config.head_dim(),
-                   model->config.hidden_size, model->config.intermediate_size};
-  source.lsg = model->config.lsg;
-  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention,
-                                                 NativeAttentionOf(model->config), source,
-                                                 /*alternatives=*/true));
+  ASSIGN_OR_RETURN(model->planners,
+                   MakePlanners(path, model->serving.attention, NativeAttentionOf(model->config),
+                                PlannerSourceOf(model->config),
+                                /*alternatives=*/true));
   ASSIGN_OR_RETURN(
       model->encoder,
       Encoder::Create(path, model->config, model->planners->MakeMechanism(),

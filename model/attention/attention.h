@@ -25,10 +25,19 @@ namespace docsparse {
 // an AttentionPlanner registered by AttentionKindName
 // (model/attention/planner_registry.h); code outside the attention room
 // never branches on one.
-enum class AttentionKind { kDense, kLsg, kSbm, kLongformer, kBigBird, kSparseTransformer, kStar };
+enum class AttentionKind {
+  kDense,
+  kLsg,
+  kSbm,
+  kLongformer,
+  kBigBird,
+  kSparseTransformer,
+  kStar,
+  kModernBert,
+};
 
 // Lower-case names: "dense", "lsg", "sbm", "longformer", "bigbird",
-// "sparse_transformer", "star" (docsparse.json's attention.kind, the metrics'
+// "sparse_transformer", "star", "modernbert" (docsparse.json's attention.kind, the metrics'
 // label values, the proto's ATTENTION_KIND_<NAME>).
 std::string_view AttentionKindName(AttentionKind kind);
 // The kind named `name`, if any.
@@ -83,11 +92,13 @@ struct AttentionInputs {
   Precision precision = Precision::kFp32;
   // Architectures whose global tokens have projections of their own
   // (Longformer's query_global, key_global, value_global): makes them from
-  // the layer's input, for every token, shaped and typed as query/key/value.
-  // Unset for the others. A mechanism whose plan has such global rows
-  // (PatternPlan::global_rows) computes them from these and calls this at
-  // most once per Forward; the others ignore it.
-  std::function<ProjectedHeads()> global_projections = nullptr;
+  // the layer's input, typed as query/key/value: the queries of the first
+  // `query_rows` tokens ([batch, heads, query_rows, head_dim]; only global
+  // rows need them), keys and values of every token. Unset for the others.
+  // A mechanism whose plans have such global rows (PatternPlan::global_rows)
+  // computes them from these and calls this at most once per Forward; the
+  // others ignore it.
+  std::function<ProjectedHeads(int64_t query_rows)> global_projections = nullptr;
 };
 
 // Implementations are immutable and safe to call from several threads.

@@ -11,7 +11,7 @@ constexpr std::pair<AttentionKind, std::string_view> kAttentionKindNames[] = {
     {AttentionKind::kDense, "dense"},     {AttentionKind::kLsg, "lsg"},
     {AttentionKind::kSbm, "sbm"},         {AttentionKind::kLongformer, "longformer"},
     {AttentionKind::kBigBird, "bigbird"}, {AttentionKind::kSparseTransformer, "sparse_transformer"},
-    {AttentionKind::kStar, "star"},
+    {AttentionKind::kStar, "star"},       {AttentionKind::kModernBert, "modernbert"},
 };
 
 }  // namespace

@@ -50,9 +50,9 @@ class SwitchingAttention final : public AttentionMechanism {
       part.layer = in.layer;
       part.precision = in.precision;
       if (in.global_projections) {
-        part.global_projections = [&in, &take] {
-          const ProjectedHeads all = in.global_projections();
-          return ProjectedHeads{take(all.query), take(all.key), take(all.value)};
+        part.global_projections = [&in, &take, &index](int64_t query_rows) {
+          const ProjectedHeads all = in.global_projections(query_rows);
+          return ProjectedHeads{all.query.index_select(0, index), take(all.key), take(all.value)};
         };
       }
       std::vector<ItemAttentionCost> part_costs;

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -34,7 +35,8 @@ class PatternAttention final : public AttentionMechanism {
     const int64_t batch = in.query.size(0);
     const auto [bf16, out] = PrepareBlockSparseBatch(in);
     item_costs->assign(batch, ItemAttentionCost{});
-    std::optional<ProjectedHeads> global;
+    std::vector<PatternPlan> plans;
+    int64_t global_rows = 0;
     for (int64_t b = 0; b < batch; ++b) {
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
@@ -44,15 +46,18 @@ class PatternAttention final : public AttentionMechanism {
       const int64_t length = in.lengths[b];
       TORCH_CHECK(length >= 0 && length <= seq, AttentionKindName(kind_), " attention: length ",
                   length, " of item ", b, " outside [0, ", seq, "]");
-      const PatternPlan plan =
-          planner_(knobs, static_cast<int32_t>(length), static_cast<int32_t>(in.query.size(1)),
-                   options.seed, in.layer);
+      plans.push_back(planner_(knobs, static_cast<int32_t>(length),
+                               static_cast<int32_t>(in.query.size(1)), options.seed, in.layer));
+      global_rows = std::max<int64_t>(global_rows, plans.back().global_rows);
+    }
+    std::optional<ProjectedHeads> global;
+    if (global_rows > 0 && in.global_projections) global = in.global_projections(global_rows);
+    for (int64_t b = 0; b < batch; ++b) {
+      const PatternPlan& plan = plans[static_cast<size_t>(b)];
       (*item_costs)[b].head_edges = plan.head_edges;
       ForwardItem(in, b, plan, bf16, out[b]);
-      if (plan.global_rows > 0 && in.global_projections) {
-        if (!global.has_value()) global = in.global_projections();
+      if (plan.global_rows > 0 && global.has_value())
         AttendFromGlobalRows(*global, b, plan, out[b]);
-      }
     }
     return out;
   }

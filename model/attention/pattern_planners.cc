@@ -1,5 +1,5 @@
 // The position patterns as planners (DESIGN.md, "The planner contract"):
-// Longformer, BigBird, Sparse Transformer and Star, each a table of knobs
+// Longformer, BigBird, Sparse Transformer, Star and ModernBERT's scheme, each a table of knobs
 // (native values and ranges), the pattern's plan function
 // (model/attention/*_pattern.h), the checks its knobs need together, and
 // the lattice its budgets move on. Priced exactly from the plans they run
@@ -239,6 +239,47 @@ PatternDescription Star() {
   return p;
 }
 
+// ModernBERT's scheme: its full-attention layers dense, the others a
+// sliding window |i - j| <= window/2 (Longformer's window without global
+// tokens). full_layers 0 runs the window on every layer: the budget's lever
+// below the dense layers' share.
+PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
+  PatternDescription p;
+  p.kind = AttentionKind::kModernBert;
+  p.knobs = {
+      {"window", {128, 2, 1 << 20}},
+      {"full_layers", {1, 0, 1}},
+  };
+  p.plan = [full = std::move(full_attention_layers)](const AttentionKnobValues& k, int32_t length,
+                                                     int32_t heads, uint64_t, int32_t layer) {
+    const bool dense =
+        Knob(k, "full_layers") == 1 &&
+        (full.empty() ? layer % 3 == 0 : layer < static_cast<int32_t>(full.size()) && full[layer]);
+    if (dense) {
+      // Every token global: one block of every row over every key.
+      return PlanLongformer(LongformerKnobs{2, 1, 0, length}, length, heads);
+    }
+    return PlanLongformer(LongformerKnobs{Knob(k, "window"), 1, 0, 0}, length, heads);
+  };
+  p.validate = [](const AttentionKnobValues& k) {
+    if (Knob(k, "window") % 2 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
+    }
+    return absl::OkStatus();
+  };
+  p.lattice = [](const AttentionKnobValues& start) {
+    KnobLattice lattice;
+    for (double w : HalvingSteps(start.at("window"), 8, start.at("window"))) {
+      if (static_cast<int64_t>(w) % 2 == 0) lattice["window"].push_back(w);
+    }
+    lattice["full_layers"] = {start.at("full_layers"), 0};
+    return lattice;
+  };
+  p.floor = "modernbert: the narrowest window on its lattice (8 tokens) on every layer";
+  return p;
+}
+
 std::unique_ptr<AttentionPlanner> Make(PatternDescription pattern, const PlannerSource& source) {
   return std::make_unique<PositionPatternPlanner>(std::move(pattern), source);
 }
@@ -255,6 +296,10 @@ std::unique_ptr<AttentionPlanner> MakeBigBirdPlanner(const PlannerSource& source
 
 std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSource& source) {
   return Make(SparseTransformer(source.shape.num_heads), source);
+}
+
+std::unique_ptr<AttentionPlanner> MakeModernBertPlanner(const PlannerSource& source) {
+  return Make(ModernBert(source.full_attention_layers), source);
 }
 
 std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source) {

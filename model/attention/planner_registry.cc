@@ -27,6 +27,9 @@ absl::StatusOr<std::unique_ptr<AttentionPlanner>> SparseTransformer(const Planne
 absl::StatusOr<std::unique_ptr<AttentionPlanner>> Star(const PlannerSource& source) {
   return MakeStarPlanner(source);
 }
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> ModernBert(const PlannerSource& source) {
+  return MakeModernBertPlanner(source);
+}
 
 struct Registration {
   AttentionKind kind;
@@ -46,6 +49,7 @@ const Registration kPlanners[] = {
     {AttentionKind::kBigBird, Always, BigBird, ""},
     {AttentionKind::kSparseTransformer, Always, SparseTransformer, ""},
     {AttentionKind::kStar, Always, Star, ""},
+    {AttentionKind::kModernBert, Always, ModernBert, ""},
 };
 
 const Registration* Find(AttentionKind kind) {
@@ -57,8 +61,26 @@ const Registration* Find(AttentionKind kind) {
 
 }  // namespace
 
+PlannerSource PlannerSourceOf(const EncoderConfig& config) {
+  PlannerSource source;
+  source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
+                              config.hidden_size, config.intermediate_size};
+  source.lsg = config.lsg;
+  if (config.modernbert.has_value()) {
+    source.full_attention_layers = config.modernbert->global_layers;
+    // GeGLU: Wi makes twice the intermediate width, so a layer's products
+    // cost 3·h·inner per token where BERT's cost 2·h·inner.
+    source.shape.intermediate = config.intermediate_size * 3 / 2;
+  }
+  return source;
+}
+
 NativeAttention NativeAttentionOf(const EncoderConfig& config) {
   if (config.lsg.has_value()) return {AttentionKind::kLsg, {}};
+  if (config.modernbert.has_value()) {
+    return {AttentionKind::kModernBert,
+            {{"window", config.modernbert->local_attention}, {"full_layers", 1}}};
+  }
   if (config.attention_window > 0) {
     return {AttentionKind::kLongformer,
             {{"window", config.attention_window}, {"global_tokens", 1}}};

@@ -30,6 +30,10 @@ struct PlannerSource {
   // docsparse.json's attention.knobs: native values of the native planner's
   // knobs, in place of its defaults.
   AttentionKnobValues configured_knobs;
+  // ModernBERT's schedule, [num_layers]: which layers attend fully (the
+  // modernbert planner); empty: every third from layer 0, ModernBERT's
+  // default.
+  std::vector<bool> full_attention_layers;
 
   int64_t prepended_tokens() const { return lsg.has_value() ? lsg->num_global_tokens : 0; }
 };
@@ -61,6 +65,11 @@ std::unique_ptr<AttentionPlanner> MakeLongformerPlanner(const PlannerSource& sou
 std::unique_ptr<AttentionPlanner> MakeBigBirdPlanner(const PlannerSource& source);
 std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSource& source);
 std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeModernBertPlanner(const PlannerSource& source);
+
+// The source of an encoder checkpoint's planners: its shape, LSG config and
+// ModernBERT schedule.
+PlannerSource PlannerSourceOf(const EncoderConfig& config);
 
 // The planner `kind` for `source`: FAILED_PRECONDITION when the model lacks
 // what it needs, INVALID_ARGUMENT for a configured knob it does not have.

@@ -139,6 +139,123 @@ absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
   return reader.OptionalBool("onnx_export", false).status();
 }
 
+// One rope_parameters entry ({"rope_type": "default", "rope_theta": x}).
+absl::StatusOr<double> ParseRopeEntry(FieldReader& reader, const json& entry,
+                                      const std::string& layer_type) {
+  const std::string key = absl::StrCat("rope_parameters.", layer_type);
+  if (!entry.is_object()) {
+    return reader.Error(key, absl::StrFormat("expected object, got %s", JsonTypeName(entry)));
+  }
+  for (const auto& [name, value] : entry.items()) {
+    if (name == "rope_type") {
+      if (!value.is_string() || value.get<std::string>() != "default") {
+        return reader.Error(key + ".rope_type", "only \"default\" (plain RoPE) is supported");
+      }
+    } else if (name != "rope_theta") {
+      return reader.Error(key, absl::StrCat("unsupported entry '", name, "'"));
+    }
+  }
+  const auto theta = entry.find("rope_theta");
+  if (theta == entry.end() || !theta->is_number() || theta->get<double>() <= 0) {
+    return reader.Error(key + ".rope_theta", "a positive number is required");
+  }
+  return theta->get<double>();
+}
+
+// ModernBERT's fields (transformers' ModernBertConfig; its defaults where a
+// key may be absent).
+absl::Status ParseModernBertFields(FieldReader& reader, EncoderConfig& config) {
+  ASSIGN_OR_RETURN(config.vocab_size, reader.RequireInt("vocab_size", 1, 1 << 24));
+  ASSIGN_OR_RETURN(config.hidden_size, reader.RequireInt("hidden_size", 1, 1 << 16));
+  ASSIGN_OR_RETURN(config.num_layers, reader.RequireInt("num_hidden_layers", 1, 1024));
+  ASSIGN_OR_RETURN(config.num_heads, reader.RequireInt("num_attention_heads", 1, 1 << 12));
+  RETURN_IF_ERROR(CheckHeads(reader, "num_attention_heads", config));
+  if (config.head_dim() % 2 != 0) {
+    return reader.Error("num_attention_heads", "rotary positions need an even head size");
+  }
+  ASSIGN_OR_RETURN(config.intermediate_size, reader.RequireInt("intermediate_size", 1, 1 << 20));
+  ASSIGN_OR_RETURN(config.activation, ParseActivation(reader, "hidden_activation"));
+  ASSIGN_OR_RETURN(config.max_position_embeddings,
+                   reader.RequireInt("max_position_embeddings", 1, 1 << 24));
+  ASSIGN_OR_RETURN(config.layer_norm_eps, reader.RequirePositiveNumber("norm_eps"));
+  ASSIGN_OR_RETURN(config.pad_token_id, ParsePadTokenId(reader, config.vocab_size, true));
+  config.type_vocab_size = 0;
+  ModernBertFields m;
+  ASSIGN_OR_RETURN(m.local_attention, reader.OptionalInt("local_attention", 128, 2, 1 << 20));
+  if (m.local_attention % 2 != 0) {
+    return reader.Error("local_attention",
+                        absl::StrFormat("%d is odd (the window is local_attention / 2 each side)",
+                                        m.local_attention));
+  }
+  if (const json* types = reader.Find("layer_types"); types != nullptr && !types->is_null()) {
+    if (!types->is_array() || static_cast<int>(types->size()) != config.num_layers) {
+      return reader.Error("layer_types", absl::StrFormat("expected %d entries", config.num_layers));
+    }
+    for (const json& type : *types) {
+      ASSIGN_OR_RETURN(const std::string name, reader.String("layer_types", type));
+      if (name != "full_attention" && name != "sliding_attention") {
+        return reader.Error("layer_types", absl::StrFormat("unsupported value \"%s\" (supported: "
+                                                           "full_attention, sliding_attention)",
+                                                           name));
+      }
+      m.global_layers.push_back(name == "full_attention");
+    }
+    // Written beside layer_types by some versions; the list decides.
+    reader.Find("global_attn_every_n_layers");
+  } else {
+    ASSIGN_OR_RETURN(const int every,
+                     reader.OptionalInt("global_attn_every_n_layers", 3, 1, 1 << 20));
+    for (int i = 0; i < config.num_layers; ++i) m.global_layers.push_back(i % every == 0);
+  }
+  if (const json* rope = reader.Find("rope_parameters"); rope != nullptr && !rope->is_null()) {
+    if (!rope->is_object()) {
+      return reader.Error("rope_parameters",
+                          absl::StrFormat("expected object, got %s", JsonTypeName(*rope)));
+    }
+    for (const auto& [type, entry] : rope->items()) {
+      if (type == "full_attention") {
+        ASSIGN_OR_RETURN(m.global_rope_theta, ParseRopeEntry(reader, entry, type));
+      } else if (type == "sliding_attention") {
+        ASSIGN_OR_RETURN(m.local_rope_theta, ParseRopeEntry(reader, entry, type));
+      } else {
+        return reader.Error("rope_parameters", absl::StrCat("unknown layer type '", type, "'"));
+      }
+    }
+  } else {
+    for (auto [key, theta] :
+         {std::pair<std::string_view, double*>{"global_rope_theta", &m.global_rope_theta},
+          {"local_rope_theta", &m.local_rope_theta}}) {
+      if (const json* value = reader.Find(key); value != nullptr) {
+        if (!value->is_number() || value->get<double>() <= 0) {
+          return reader.Error(key, "a positive number is required");
+        }
+        *theta = value->get<double>();
+      }
+    }
+  }
+  if (const json* scaling = reader.Find("rope_scaling");
+      scaling != nullptr && !scaling->is_null()) {
+    return reader.Error("rope_scaling", "scaled rotary positions are not supported");
+  }
+  ASSIGN_OR_RETURN(m.norm_bias, reader.OptionalBool("norm_bias", false));
+  ASSIGN_OR_RETURN(m.attention_bias, reader.OptionalBool("attention_bias", false));
+  ASSIGN_OR_RETURN(m.mlp_bias, reader.OptionalBool("mlp_bias", false));
+  ASSIGN_OR_RETURN(m.classifier_bias, reader.OptionalBool("classifier_bias", false));
+  if (const json* pooling = reader.Find("classifier_pooling"); pooling != nullptr) {
+    ASSIGN_OR_RETURN(const std::string name, reader.String("classifier_pooling", *pooling));
+    if (name != "cls" && name != "mean") {
+      return reader.Error("classifier_pooling",
+                          absl::StrFormat("unsupported value \"%s\" (supported: cls, mean)", name));
+    }
+    m.mean_pooling = name == "mean";
+  }
+  if (reader.Find("classifier_activation") != nullptr) {
+    ASSIGN_OR_RETURN(m.classifier_activation, ParseActivation(reader, "classifier_activation"));
+  }
+  config.modernbert = std::move(m);
+  return absl::OkStatus();
+}
+
 // id2label / num_labels / problem_type / architectures.
 absl::Status ParseClassificationFields(FieldReader& reader, EncoderConfig& config) {
   if (const json* archs = reader.Find("architectures"); archs != nullptr && !archs->is_null()) {
@@ -262,6 +379,8 @@ std::string_view ArchitectureName(Architecture architecture) {
       return "distilbert";
     case Architecture::kLongformer:
       return "longformer";
+    case Architecture::kModernBert:
+      return "modernbert";
   }
   return "?";
 }
@@ -299,13 +418,27 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     result.architecture = Architecture::kDistilBert;
   } else if (model_type == "longformer") {
     result.architecture = Architecture::kLongformer;
+  } else if (model_type == "modernbert") {
+    result.architecture = Architecture::kModernBert;
   } else {
     return reader.Error("model_type", absl::StrFormat("unsupported value \"%s\" (supported: "
-                                                      "bert, roberta, distilbert, longformer)",
+                                                      "bert, roberta, distilbert, longformer, "
+                                                      "modernbert)",
                                                       model_type));
   }
   if (result.architecture == Architecture::kDistilBert) {
     RETURN_IF_ERROR(ParseDistilBertFields(reader, result));
+  } else if (result.architecture == Architecture::kModernBert) {
+    RETURN_IF_ERROR(ParseModernBertFields(reader, result));
+    // Training, compilation and masked-LM settings that do not change an
+    // encoder's forward pass; layer_norm_eps is unused (norm_eps is read);
+    // position_embedding_type is ignored by ModernBERT's code (rotary).
+    for (std::string_view key : {"layer_norm_eps", "initializer_cutoff_factor", "embedding_dropout",
+                                 "mlp_dropout", "deterministic_flash_attn", "reference_compile",
+                                 "sparse_prediction", "sparse_pred_ignore_index", "decoder_bias",
+                                 "repad_logits_with_grad", "position_embedding_type"}) {
+      reader.Find(key);
+    }
   } else {
     RETURN_IF_ERROR(ParseBertFields(reader, result));
   }

@@ -10,6 +10,12 @@
 //         num_attention_heads, intermediate_size, hidden_act,
 //         max_position_embeddings, type_vocab_size, layer_norm_eps,
 //         pad_token_id (RoBERTa derives position ids from it);
+//       modernbert: vocab_size, hidden_size, num_hidden_layers,
+//         num_attention_heads, intermediate_size, hidden_activation,
+//         max_position_embeddings, norm_eps, pad_token_id; the attention
+//         schedule as published (global_attn_every_n_layers, default 3;
+//         global_rope_theta / local_rope_theta) or as transformers 5 saves it
+//         (layer_types, rope_parameters with rope_type "default");
 //       longformer: RoBERTa's, and attention_window (an even number >= 2,
 //         or a list of them, one per layer; the list must hold one value,
 //         since our Longformer planner has one window for every layer);
@@ -55,7 +61,7 @@
 
 namespace docsparse {
 
-enum class Architecture { kBert, kRoberta, kDistilBert, kLongformer };
+enum class Architecture { kBert, kRoberta, kDistilBert, kLongformer, kModernBert };
 
 // RoBERTa and Longformer number positions from pad_token_id + 1 on real
 // tokens (HF create_position_ids_from_input_ids); the others from 0.
@@ -78,6 +84,29 @@ enum class ProblemType {
 
 std::string_view ArchitectureName(Architecture architecture);  // "bert", ...
 std::string_view ActivationName(Activation activation);        // "gelu", ...
+
+// What a ModernBERT checkpoint (model_type "modernbert") adds to, or takes
+// from, the BERT family: pre-LayerNorm layers (none before the first
+// attention) and a final norm, rotary positions instead of a position
+// table, a GeGLU feed-forward (Wi makes 2 x intermediate: act(input) * gate),
+// optional biases, and its attention schedule.
+struct ModernBertFields {
+  // Sliding layers see |i - j| <= local_attention / 2.
+  int local_attention = 128;
+  // [num_layers]: full attention (true) or the sliding window.
+  std::vector<bool> global_layers;
+  double global_rope_theta = 160000;
+  double local_rope_theta = 10000;
+  bool norm_bias = false;       // the LayerNorms have biases
+  bool attention_bias = false;  // Wqkv and Wo have biases
+  bool mlp_bias = false;        // Wi and Wo have biases
+  // ModernBertForSequenceClassification: the head reads the mean of the
+  // tokens ("mean") or the first token ("cls"); dense (+ bias), activation,
+  // LayerNorm, then the classifier.
+  bool mean_pooling = false;
+  bool classifier_bias = false;
+  Activation classifier_activation = Activation::kGelu;
+};
 
 struct EncoderConfig {
   Architecture architecture = Architecture::kBert;
@@ -112,6 +141,9 @@ struct EncoderConfig {
   // Longformer: every layer's attention window w (query i sees keys
   // |i - j| <= w/2, plus the global tokens); 0 for the other architectures.
   int attention_window = 0;
+
+  // Set for ModernBERT.
+  std::optional<ModernBertFields> modernbert;
 
   int head_dim() const { return hidden_size / num_heads; }
 };

@@ -173,7 +173,8 @@ absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoi
                                           {"longformer", "longformer"},
                                           {"bigbird", "bigbird"},
                                           {"sparse_transformer", "sparse_transformer"},
-                                          {"star", "star"}}));
+                                          {"star", "star"},
+                                          {"modernbert", "modernbert"}}));
   }
   if (const json* knobs = reader.Get("knobs")) {
     // Names and ranges are the planner's, checked when the model loads.

@@ -65,7 +65,7 @@ std::string_view OverflowPolicyName(OverflowPolicy overflow);
 //            what the reference runs on short inputs);
 //   "lsg":    requires an LSG checkpoint (docsparse-convert lsg makes one);
 //   "sbm":    requires sbm.safetensors beside the checkpoint;
-//   "longformer", "bigbird", "sparse_transformer", "star": the position
+//   "longformer", "bigbird", "sparse_transformer", "star", "modernbert": the position
 //            patterns, on any encoder (model/attention/*_pattern.h).
 // "knobs" sets the native values of that planner's knobs by name, e.g.
 // {"kind": "longformer", "knobs": {"window": 256, "global_tokens": 1}};

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "model/checkpoint/checkpoint_tensor.h"
 #include "model/checkpoint/safetensors.h"
+#include "model/encoder/pooling.h"
 
 namespace docsparse {
 namespace {
@@ -36,6 +37,10 @@ HeadScheme SchemeFor(Architecture architecture) {
       return {"classifier.dense", "classifier.out_proj", Act::kTanh};
     case Architecture::kDistilBert:
       return {"pre_classifier", "classifier", Act::kRelu};
+    case Architecture::kModernBert:
+      // ModernBertPredictionHead (dense, activation, norm), then the
+      // classifier; the activation is the config's classifier_activation.
+      return {"head.dense", "classifier", Act::kGelu};
   }
   return {};
 }
@@ -74,25 +79,73 @@ absl::StatusOr<std::unique_ptr<ClassificationHead>> ClassificationHead::Load(
   };
   Weights w;
   RETURN_IF_ERROR(read(names.dense + ".weight", {h, h}, &w.dense_weight));
-  RETURN_IF_ERROR(read(names.dense + ".bias", {h}, &w.dense_bias));
+  InnerActivation activation = names.activation;
+  PoolingMode pooling = PoolingMode::kCls;
+  if (config.modernbert.has_value()) {
+    const ModernBertFields& modern = *config.modernbert;
+    w.dense_bias = at::zeros({h}, at::kFloat);
+    if (modern.classifier_bias) RETURN_IF_ERROR(read(names.dense + ".bias", {h}, &w.dense_bias));
+    RETURN_IF_ERROR(read("head.norm.weight", {h}, &w.norm_weight));
+    w.norm_bias = at::zeros({h}, at::kFloat);
+    if (modern.norm_bias) RETURN_IF_ERROR(read("head.norm.bias", {h}, &w.norm_bias));
+    w.norm_eps = config.layer_norm_eps;
+    switch (modern.classifier_activation) {
+      case Activation::kGelu:
+        activation = InnerActivation::kGelu;
+        break;
+      case Activation::kGeluNew:
+        activation = InnerActivation::kGeluTanh;
+        break;
+      case Activation::kRelu:
+        activation = InnerActivation::kRelu;
+        break;
+    }
+    if (modern.mean_pooling) pooling = PoolingMode::kMean;
+  } else {
+    RETURN_IF_ERROR(read(names.dense + ".bias", {h}, &w.dense_bias));
+  }
   RETURN_IF_ERROR(read(names.out + ".weight", {n, h}, &w.out_weight));
   RETURN_IF_ERROR(read(names.out + ".bias", {n}, &w.out_bias));
-  return std::make_unique<ClassificationHead>(std::move(w), names.activation, config.id2label,
-                                              config.problem_type);
+  return std::make_unique<ClassificationHead>(std::move(w), activation, config.id2label,
+                                              config.problem_type, pooling);
 }
 
 ClassificationHead::ClassificationHead(Weights weights, InnerActivation activation,
-                                       std::vector<std::string> labels, ProblemType problem_type)
+                                       std::vector<std::string> labels, ProblemType problem_type,
+                                       PoolingMode pooling)
     : weights_(std::move(weights)),
       activation_(activation),
       labels_(std::move(labels)),
-      problem_type_(problem_type) {}
+      problem_type_(problem_type),
+      pooling_(pooling) {}
 
-at::Tensor ClassificationHead::Logits(const at::Tensor& hidden) const {
+at::Tensor ClassificationHead::Logits(const at::Tensor& hidden,
+                                      const std::vector<int64_t>& lengths) const {
   c10::InferenceMode inference_mode;
-  // Token 0 ([CLS] / <s>) is real in every row of a right-padded batch.
-  at::Tensor x = at::linear(hidden.select(1, 0), weights_.dense_weight, weights_.dense_bias);
-  x = activation_ == InnerActivation::kTanh ? at::tanh(x) : at::relu(x);
+  return LogitsOfPooled(Pool(hidden, lengths, pooling_));
+}
+
+at::Tensor ClassificationHead::LogitsOfPooled(const at::Tensor& pooled) const {
+  c10::InferenceMode inference_mode;
+  at::Tensor x = at::linear(pooled, weights_.dense_weight, weights_.dense_bias);
+  switch (activation_) {
+    case InnerActivation::kTanh:
+      x = at::tanh(x);
+      break;
+    case InnerActivation::kRelu:
+      x = at::relu(x);
+      break;
+    case InnerActivation::kGelu:
+      x = at::gelu(x);
+      break;
+    case InnerActivation::kGeluTanh:
+      x = at::gelu(x, "tanh");
+      break;
+  }
+  if (weights_.norm_weight.defined()) {
+    x = at::layer_norm(x, {x.size(-1)}, weights_.norm_weight, weights_.norm_bias,
+                       weights_.norm_eps);
+  }
   return at::linear(x, weights_.out_weight, weights_.out_bias);
 }
 

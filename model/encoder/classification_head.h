@@ -3,12 +3,14 @@
 // DistilBertForSequenceClassification, LongformerForSequenceClassification),
 // applied to the Encoder's output.
 //
-// All these heads read the first token's hidden state and apply two linear
-// layers with an activation between (dropout is the identity at inference):
+// All these heads pool the hidden states and apply two linear layers with an
+// activation between (dropout is the identity at inference); the first
+// token's state, but for ModernBERT's classifier_pooling "mean":
 //   BERT:       classifier(tanh(bert.pooler.dense(h[:, 0])))
 //   RoBERTa, Longformer:
 //               classifier.out_proj(tanh(classifier.dense(h[:, 0])))
 //   DistilBERT: classifier(relu(pre_classifier(h[:, 0])))
+//   ModernBERT: classifier(head.norm(act(head.dense(pool(h)))))
 // Probabilities follow transformers' text-classification pipeline: sigmoid
 // per label for multi_label_classification (or a single label), softmax over
 // the labels otherwise, and no function for regression.
@@ -23,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/checkpoint/hf_config.h"
+#include "model/checkpoint/serving_config.h"
 
 namespace docsparse {
 
@@ -42,10 +45,14 @@ class ClassificationHead {
   static absl::StatusOr<std::unique_ptr<ClassificationHead>> Load(const std::string& model_dir,
                                                                   const EncoderConfig& config);
 
-  // hidden: [batch, seq >= 1, hidden_size] float32 on the CPU, as
-  // EncoderOutput::hidden (only position 0 is read, so right padding does not
-  // matter). Returns the logits, [batch, num_labels] float32.
-  at::Tensor Logits(const at::Tensor& hidden) const;
+  // hidden: [batch, seq >= 1, hidden_size] float32 on the CPU and the real
+  // tokens per row, as EncoderOutput has them; pooled as pooling() says.
+  // Returns the logits, [batch, num_labels] float32.
+  at::Tensor Logits(const at::Tensor& hidden, const std::vector<int64_t>& lengths) const;
+  // The same from rows already pooled as pooling() says: [batch, hidden_size].
+  at::Tensor LogitsOfPooled(const at::Tensor& pooled) const;
+  // Which pooled row the head reads: the first token's, or the mean.
+  PoolingMode pooling() const { return pooling_; }
 
   // logits: [batch, num_labels] as from Logits. Returns scores of the same
   // shape: sigmoid when problem_type is kMultiLabel (or kUnspecified with a
@@ -63,16 +70,20 @@ class ClassificationHead {
   struct Weights {
     at::Tensor dense_weight, dense_bias;  // [h, h], [h]
     at::Tensor out_weight, out_bias;      // [num_labels, h], [num_labels]
+    // ModernBERT: a LayerNorm after the activation; undefined otherwise.
+    at::Tensor norm_weight{}, norm_bias{};  // [h], [h]
+    double norm_eps = 1e-5;
   };
-  enum class InnerActivation { kTanh, kRelu };
+  enum class InnerActivation { kTanh, kRelu, kGelu, kGeluTanh };
   ClassificationHead(Weights weights, InnerActivation activation, std::vector<std::string> labels,
-                     ProblemType problem_type);
+                     ProblemType problem_type, PoolingMode pooling = PoolingMode::kCls);
 
  private:
   Weights weights_;
   InnerActivation activation_;
   std::vector<std::string> labels_;
   ProblemType problem_type_;
+  PoolingMode pooling_;
 };
 
 }  // namespace docsparse

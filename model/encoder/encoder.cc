@@ -13,6 +13,7 @@
 #include "kernels/embedding_layer_norm.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
+#include "model/attention/planner_registry.h"
 #include "model/encoder/bias_gelu.h"
 #include "model/encoder/linear_precision.h"
 #include "model/encoder/live_rows.h"
@@ -75,31 +76,47 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   // bias and GELU to one pass of kernels/bias_gelu.
   const Linear::Bias intermediate_bias =
       fused_bias_gelu() ? Linear::Bias::kByCaller : Linear::Bias::kInProduct;
+  // ModernBERT's GeGLU applies the activation to half of Wi's output, after it.
   const std::optional<Activation> intermediate_activation =
-      fused_bias_gelu() ? std::nullopt : std::optional<Activation>(config_.activation);
+      fused_bias_gelu() || config_.modernbert.has_value()
+          ? std::nullopt
+          : std::optional<Activation>(config_.activation);
+  // ModernBERT's first layer has no attention norm.
+  const auto place_norm = [&](const at::Tensor& t) {
+    return t.defined() ? t.to(device_, norm_type) : at::Tensor();
+  };
+  weights_.final_norm_weight = place_norm(weights_.final_norm_weight);
+  weights_.final_norm_bias = place_norm(weights_.final_norm_bias);
   for (const EncoderLayerWeights& w : weights_.layers) {
-    std::optional<Linear> global_qkv;
+    // Global rows are few: their queries are a product of their own, the
+    // keys and values (of every token) one fused product.
+    std::optional<Linear> global_query, global_key_value;
     if (w.global_qkv_weight.defined()) {
-      global_qkv.emplace(w.global_qkv_weight, w.global_qkv_bias, precision_,
-                         Linear::Bias::kInProduct, std::nullopt, device_);
+      const int64_t h = config_.hidden_size;
+      global_query.emplace(w.global_qkv_weight.narrow(0, 0, h), w.global_qkv_bias.narrow(0, 0, h),
+                           precision_, Linear::Bias::kInProduct, std::nullopt, device_);
+      global_key_value.emplace(w.global_qkv_weight.narrow(0, h, 2 * h),
+                               w.global_qkv_bias.narrow(0, h, 2 * h), precision_,
+                               Linear::Bias::kInProduct, std::nullopt, device_);
     }
-    layers_.push_back(EncoderLayer{
-        Linear(w.qkv_weight, w.qkv_bias, precision_, Linear::Bias::kInProduct, std::nullopt,
-               device_),
-        Linear(w.output_weight, w.output_bias, precision_, Linear::Bias::kInProduct, std::nullopt,
-               device_),
-        Linear(w.intermediate_weight, w.intermediate_bias, precision_, intermediate_bias,
-               intermediate_activation, device_),
-        Linear(w.ffn_output_weight, w.ffn_output_bias, precision_, Linear::Bias::kInProduct,
-               std::nullopt, device_),
-        w.attention_norm_weight.to(device_, norm_type),
-        w.attention_norm_bias.to(device_, norm_type), w.output_norm_weight.to(device_, norm_type),
-        w.output_norm_bias.to(device_, norm_type), std::move(global_qkv)});
+    layers_.push_back(EncoderLayer{Linear(w.qkv_weight, w.qkv_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   Linear(w.output_weight, w.output_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   Linear(w.intermediate_weight, w.intermediate_bias, precision_,
+                                          intermediate_bias, intermediate_activation, device_),
+                                   Linear(w.ffn_output_weight, w.ffn_output_bias, precision_,
+                                          Linear::Bias::kInProduct, std::nullopt, device_),
+                                   place_norm(w.attention_norm_weight),
+                                   place_norm(w.attention_norm_bias),
+                                   place_norm(w.output_norm_weight), place_norm(w.output_norm_bias),
+                                   std::move(global_query), std::move(global_key_value)});
   }
   weights_.layers.clear();
 }
 
 EncoderShape Encoder::shape() const {
+  if (config_.modernbert.has_value()) return PlannerSourceOf(config_).shape;
   return EncoderShape{config_.num_layers, config_.num_heads,
                       config_.hidden_size / config_.num_heads, config_.hidden_size,
                       config_.intermediate_size};
@@ -164,13 +181,16 @@ at::Tensor Encoder::EmbedOnDevice(const at::Tensor& table, const at::Tensor& ids
 
 at::Tensor Encoder::Embed(const at::Tensor& ids, const at::Tensor& token_types,
                           const std::vector<int64_t>& lengths) const {
-  const at::Tensor positions = PositionIds(ids, lengths);
+  // ModernBERT has no position table: its positions rotate q and k.
+  const at::Tensor positions =
+      weights_.position_embeddings.defined() ? PositionIds(ids, lengths) : at::Tensor();
   if (!device_.is_cpu()) {
     return EmbedOnDevice(weights_.word_embeddings, ids, positions, token_types);
   }
   at::Tensor x = at::empty({ids.size(0), ids.size(1), config_.hidden_size},
                            at::TensorOptions().dtype(activations_));
-  EmbedRows(weights_.word_embeddings, ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
+  EmbedRows(weights_.word_embeddings, ids.data_ptr<int64_t>(),
+            positions.defined() ? positions.data_ptr<int64_t>() : nullptr,
             token_types.data_ptr<int64_t>(), ids.numel(), x.view({-1, config_.hidden_size}));
   return x;
 }
@@ -242,13 +262,16 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
                          layer,
                          options,
                          activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
-  if (w.global_qkv.has_value()) {
+  if (w.global_query.has_value()) {
     // Longformer: its global tokens' rows come from projections of their
     // own, made only when a plan has such rows.
-    inputs.global_projections = [&x, &w, batch, seq, heads, head_dim] {
-      const at::Tensor global =
-          (*w.global_qkv)(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
-      return ProjectedHeads{global[0], global[1], global[2]};
+    inputs.global_projections = [&x, &w, batch, seq, heads, head_dim](int64_t query_rows) {
+      const at::Tensor query = (*w.global_query)(x.narrow(1, 0, query_rows))
+                                   .view({batch, query_rows, heads, head_dim})
+                                   .permute({0, 2, 1, 3});
+      const at::Tensor key_value =
+          (*w.global_key_value)(x).view({batch, seq, 2, heads, head_dim}).permute({2, 0, 3, 1, 4});
+      return ProjectedHeads{query, key_value[0], key_value[1]};
     };
   }
   at::Tensor context = attention_->Forward(inputs, item_costs)
@@ -258,6 +281,72 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
   at::Tensor attended = ResidualLayerNorm(w.output(context), x, w.attention_norm_weight,
                                           w.attention_norm_bias, config_.layer_norm_eps);
   return FeedForward(attended, w);
+}
+
+namespace {
+
+// q or k [batch, heads, seq, head_dim] rotated for positions 0..seq-1, as
+// transformers' ModernBERT does (default RoPE with base `theta`; the
+// rotation in fp32, the result in x's type).
+at::Tensor RotateForPositions(const at::Tensor& x, double theta) {
+  const int64_t seq = x.size(2);
+  const int64_t d = x.size(3);
+  const at::TensorOptions fp32 = at::TensorOptions().dtype(at::kFloat).device(x.device());
+  const at::Tensor inv_freq =
+      at::reciprocal(at::pow(theta, at::arange(0, d, 2, fp32) / static_cast<double>(d)));
+  const at::Tensor freqs = at::arange(seq, fp32).unsqueeze(1) * inv_freq.unsqueeze(0);
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);  // [seq, d]
+  const at::Tensor xf = x.to(at::kFloat);
+  const at::Tensor half_turned =
+      at::cat({-xf.narrow(-1, d / 2, d / 2), xf.narrow(-1, 0, d / 2)}, -1);
+  return (xf * angles.cos() + half_turned * angles.sin()).to(x.scalar_type());
+}
+
+}  // namespace
+
+at::Tensor Encoder::Norm(const at::Tensor& x, const at::Tensor& weight,
+                         const at::Tensor& bias) const {
+  // On the CPU the parameters are fp32, and so is the arithmetic.
+  if (device_.is_cpu()) {
+    return at::layer_norm(x.to(at::kFloat), {config_.hidden_size}, weight, bias,
+                          config_.layer_norm_eps)
+        .to(x.scalar_type());
+  }
+  return at::layer_norm(x, {config_.hidden_size}, weight, bias, config_.layer_norm_eps);
+}
+
+at::Tensor Encoder::ModernBertLayer(const at::Tensor& x, const EncoderLayer& w,
+                                    const std::vector<int64_t>& lengths,
+                                    const std::vector<ItemAttentionOptions>& options, int layer,
+                                    std::vector<ItemAttentionCost>* item_costs) const {
+  const ModernBertFields& modern = *config_.modernbert;
+  const int64_t batch = x.size(0);
+  const int64_t seq = x.size(1);
+  const int64_t heads = config_.num_heads;
+  const at::Tensor normed = w.attention_norm_weight.defined()
+                                ? Norm(x, w.attention_norm_weight, w.attention_norm_bias)
+                                : x;
+  const at::Tensor qkv =
+      w.qkv(normed).view({batch, seq, 3, heads, config_.head_dim()}).permute({2, 0, 3, 1, 4});
+  // The rotation's base follows the layer's trained kind, whatever plan runs.
+  const double theta =
+      modern.global_layers[layer] ? modern.global_rope_theta : modern.local_rope_theta;
+  AttentionInputs inputs{RotateForPositions(qkv[0], theta),
+                         RotateForPositions(qkv[1], theta),
+                         qkv[2],
+                         lengths,
+                         layer,
+                         options,
+                         activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  const at::Tensor context = attention_->Forward(inputs, item_costs)
+                                 .to(x.scalar_type())
+                                 .permute({0, 2, 1, 3})
+                                 .reshape({batch, seq, config_.hidden_size});
+  const at::Tensor attended = x + w.output(context);
+  // GeGLU: Wi's first half through the activation, times its second half.
+  const std::vector<at::Tensor> halves =
+      w.intermediate(Norm(attended, w.output_norm_weight, w.output_norm_bias)).chunk(2, -1);
+  return attended + w.ffn_output(ApplyActivation(halves[0], config_.activation) * halves[1]);
 }
 
 at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& w) const {
@@ -365,10 +454,15 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
         }
         if (keep.size() < live.size()) x = live.Keep(keep, x);
       }
-      x = Layer(x, layers_[layer], live.positions, live.options, layer, &item_costs);
+      x = config_.modernbert.has_value()
+              ? ModernBertLayer(x, layers_[layer], live.positions, live.options, layer, &item_costs)
+              : Layer(x, layers_[layer], live.positions, live.options, layer, &item_costs);
       for (size_t row = 0; row < live.costs.size(); ++row) {
         if (live.costs[row] != nullptr) live.costs[row]->AddAttention(layer, item_costs[row]);
       }
+    }
+    if (config_.modernbert.has_value()) {
+      x = Norm(x, weights_.final_norm_weight, weights_.final_norm_bias);
     }
     const int64_t run_length = x.size(1);
     if (config_.lsg.has_value()) {

@@ -1,4 +1,4 @@
-// BERT-family encoder (BERT, RoBERTa, DistilBERT, Longformer) in LibTorch,
+// BERT-family encoder (BERT, RoBERTa, DistilBERT, Longformer, ModernBERT) in LibTorch,
 // with the attention delegated to an AttentionMechanism so sparse planners
 // plug in.
 #ifndef DOCSPARSE_MODEL_ENCODER_ENCODER_H_
@@ -41,8 +41,9 @@ struct EncoderLayer {
   at::Tensor attention_norm_weight, attention_norm_bias;
   at::Tensor output_norm_weight, output_norm_bias;
   // Longformer's projections for its global tokens
-  // (AttentionInputs::global_projections); empty otherwise.
-  std::optional<Linear> global_qkv;
+  // (AttentionInputs::global_projections): query_global, and key_global
+  // with value_global fused; empty otherwise.
+  std::optional<Linear> global_query, global_key_value;
 };
 
 struct EncoderWeights {
@@ -53,13 +54,18 @@ struct EncoderWeights {
   // LSG checkpoints: [512, h], the reference's table of global token
   // embeddings (the first num_global_tokens rows are used).
   at::Tensor global_embeddings;
+  // ModernBERT: the final LayerNorm after the last layer; undefined
+  // otherwise. (ModernBERT also has no position table, and its first layer
+  // no attention norm: those tensors are undefined.)
+  at::Tensor final_norm_weight, final_norm_bias;
   std::vector<EncoderLayerWeights> layers;
 };
 
 // Reads the weights of `config`'s architecture from a checkpoint folder
 // (model.safetensors or a sharded index), accepting both bare names and the
-// "bert." / "roberta." / "distilbert." / "longformer." prefixes of task
-// checkpoints, and
+// "bert." / "roberta." / "distilbert." / "longformer." / "model." (ModernBERT)
+// prefixes of task checkpoints (biases a ModernBERT config leaves out are
+// zeros), and
 // converting F16/BF16 to F32. Shapes are checked against the config.
 absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
                                                   const EncoderConfig& config);
@@ -166,12 +172,20 @@ class Encoder {
   // page-faulted in afresh at every layer (half the feed-forward's time);
   // chunks are reused from the heap and stay nearer the cache.
   at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayer& w) const;
+  // ModernBERT's layer: pre-norm attention on rotated q and k, then a
+  // pre-norm GeGLU feed-forward, each added to its input.
+  at::Tensor ModernBertLayer(const at::Tensor& x, const EncoderLayer& w,
+                             const std::vector<int64_t>& lengths,
+                             const std::vector<ItemAttentionOptions>& options, int layer,
+                             std::vector<ItemAttentionCost>* item_costs) const;
+  // LayerNorm over the hidden size with a layer's parameters, in x's type.
+  at::Tensor Norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
   // int8 products (no activation inside them) with bf16 activations and a
   // GELU: the feed-forward's first bias and the GELU run as one pass
   // (kernels/bias_gelu.h).
   bool fused_bias_gelu() const {
     return precision_ == Precision::kInt8 && activations_ == at::kBFloat16 &&
-           config_.activation != Activation::kRelu;
+           config_.activation != Activation::kRelu && !config_.modernbert.has_value();
   }
 
   EncoderConfig config_;

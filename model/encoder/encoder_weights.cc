@@ -81,10 +81,73 @@ NameScheme SchemeFor(Architecture architecture) {
           "output.LayerNorm"};
 }
 
+// ModernBERT's names (tok_embeddings, layers.i.attn.Wqkv, mlp.Wi, ...) onto
+// the same structure: Wqkv is the fused qkv, Wi the GeGLU's [2 x inner, h]
+// product, biases the config leaves out are zeros, layer 0 has no attention
+// norm.
+absl::StatusOr<EncoderWeights> LoadModernBertWeights(std::unique_ptr<Checkpoint> checkpoint,
+                                                     const EncoderConfig& config) {
+  const ModernBertFields& m = *config.modernbert;
+  ASSIGN_OR_RETURN(WeightReader reader,
+                   WeightReader::Create(std::move(checkpoint), "embeddings.tok_embeddings.weight",
+                                        {"", "model."}));
+  const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  // A weight and its bias, or zeros where the config says there is none.
+  const auto linear = [&](const std::string& name, int64_t out, int64_t in, bool has_bias,
+                          at::Tensor* weight, at::Tensor* bias) -> absl::Status {
+    ASSIGN_OR_RETURN(*weight, reader.Get(name + ".weight", {out, in}));
+    if (has_bias) {
+      ASSIGN_OR_RETURN(*bias, reader.Get(name + ".bias", {out}));
+    } else {
+      *bias = at::zeros({out}, at::kFloat);
+    }
+    return absl::OkStatus();
+  };
+  const auto norm = [&](const std::string& name, at::Tensor* weight,
+                        at::Tensor* bias) -> absl::Status {
+    ASSIGN_OR_RETURN(*weight, reader.Get(name + ".weight", {h}));
+    if (m.norm_bias) {
+      ASSIGN_OR_RETURN(*bias, reader.Get(name + ".bias", {h}));
+    } else {
+      *bias = at::zeros({h}, at::kFloat);
+    }
+    return absl::OkStatus();
+  };
+  EncoderWeights w;
+  ASSIGN_OR_RETURN(w.word_embeddings,
+                   reader.Get("embeddings.tok_embeddings.weight", {config.vocab_size, h}));
+  RETURN_IF_ERROR(norm("embeddings.norm", &w.embedding_norm_weight, &w.embedding_norm_bias));
+  RETURN_IF_ERROR(norm("final_norm", &w.final_norm_weight, &w.final_norm_bias));
+  for (int i = 0; i < config.num_layers; ++i) {
+    const std::string p = absl::StrCat("layers.", i, ".");
+    EncoderLayerWeights layer;
+    RETURN_IF_ERROR(
+        linear(p + "attn.Wqkv", 3 * h, h, m.attention_bias, &layer.qkv_weight, &layer.qkv_bias));
+    RETURN_IF_ERROR(
+        linear(p + "attn.Wo", h, h, m.attention_bias, &layer.output_weight, &layer.output_bias));
+    if (i > 0) {
+      RETURN_IF_ERROR(
+          norm(p + "attn_norm", &layer.attention_norm_weight, &layer.attention_norm_bias));
+    }
+    RETURN_IF_ERROR(linear(p + "mlp.Wi", 2 * inner, h, m.mlp_bias, &layer.intermediate_weight,
+                           &layer.intermediate_bias));
+    RETURN_IF_ERROR(linear(p + "mlp.Wo", h, inner, m.mlp_bias, &layer.ffn_output_weight,
+                           &layer.ffn_output_bias));
+    RETURN_IF_ERROR(norm(p + "mlp_norm", &layer.output_norm_weight, &layer.output_norm_bias));
+    w.layers.push_back(std::move(layer));
+  }
+  return w;
+}
+
 }  // namespace
 
 absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
                                                   const EncoderConfig& config) {
+  if (config.modernbert.has_value()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
+    return LoadModernBertWeights(std::move(checkpoint), config);
+  }
   const NameScheme names = SchemeFor(config.architecture);
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(WeightReader reader,

@@ -194,11 +194,20 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   if (w.global_qkv_weight.defined()) {
     // LED: the global tokens' rows from projections of their own, made only
     // when a plan has global rows.
-    inputs.global_projections = [&attention_input, &w, this, batch, seq] {
-      const at::Tensor global = at::linear(attention_input, w.global_qkv_weight, w.global_qkv_bias)
-                                    .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
-                                    .permute({2, 0, 3, 1, 4});
-      return ProjectedHeads{global[0], global[1], global[2]};
+    inputs.global_projections = [&attention_input, &w, this, batch, seq](int64_t query_rows) {
+      const int64_t h = config_.hidden_size;
+      const int64_t heads = config_.num_heads;
+      const at::Tensor query =
+          at::linear(attention_input.narrow(1, 0, query_rows), w.global_qkv_weight.narrow(0, 0, h),
+                     w.global_qkv_bias.narrow(0, 0, h))
+              .view({batch, query_rows, heads, config_.head_dim()})
+              .permute({0, 2, 1, 3});
+      const at::Tensor key_value =
+          at::linear(attention_input, w.global_qkv_weight.narrow(0, h, 2 * h),
+                     w.global_qkv_bias.narrow(0, h, 2 * h))
+              .view({batch, seq, 2, heads, config_.head_dim()})
+              .permute({2, 0, 3, 1, 4});
+      return ProjectedHeads{query, key_value[0], key_value[1]};
     };
   }
   const at::Tensor context = attention_->Forward(inputs, item_costs)

@@ -973,8 +973,9 @@ TEST_F(RequestFuzzTest, AdversarialFieldsGetOkOrANamedError) {
     const auto* descriptor = message->GetDescriptor()->FindFieldByName(field);
     message->GetReflection()->SetEnumValue(message, descriptor, value);
   };
-  for (int value :
-       {10, 42, -1, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
+  // The first value past each enum's last (AttentionKind's grows with planners).
+  for (int value : {v1::AttentionKind_MAX + 1, 42, -1, std::numeric_limits<int32_t>::max(),
+                    std::numeric_limits<int32_t>::min()}) {
     v1::EmbedRequest request = EmbedText(kShort);
     set_enum(request.mutable_budget(), "attention", value);
     const CallResult attention = Embed(request);

@@ -198,7 +198,8 @@ TEST_F(SbmServerTest, ARequestMayRunDenseAttentionInsteadAndSaysSo) {
                              models->models(0).available_attention().end()),
             (std::vector<int>{v1::ATTENTION_KIND_SBM, v1::ATTENTION_KIND_DENSE,
                               v1::ATTENTION_KIND_LONGFORMER, v1::ATTENTION_KIND_BIGBIRD,
-                              v1::ATTENTION_KIND_SPARSE_TRANSFORMER, v1::ATTENTION_KIND_STAR}));
+                              v1::ATTENTION_KIND_SPARSE_TRANSFORMER, v1::ATTENTION_KIND_STAR,
+                              v1::ATTENTION_KIND_MODERNBERT}));
 
   v1::EmbedRequest request;
   request.mutable_document()->set_text(testing::ReadFile("/usr/share/common-licenses/Apache-2.0"));

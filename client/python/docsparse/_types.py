@@ -37,6 +37,7 @@ class AttentionKind(_ProtoEnum):
     STAR = "star"
     LSH = "lsh"
     ROUTING = "routing"
+    MODERNBERT = "modernbert"
 
 
 class Overflow(_ProtoEnum):

@@ -137,6 +137,68 @@ INSTANTIATE_TEST_SUITE_P(Precisions, PatternAttentionTest,
                          ::testing::Values(Precision::kFp32, Precision::kBf16),
                          [](const auto& info) { return std::string(PrecisionName(info.param)); });
 
+// ModernBERT's scheme against its definition, layer by layer: the
+// schedule's full layers (every third from 0 by default, or the
+// checkpoint's list) attend to every real token, the others to
+// |i - j| <= window/2; full_layers 0 puts the window on every layer.
+TEST(PatternPlannerTest, ModernBertScheduleMatchesItsDefinitionPerLayer) {
+  c10::InferenceMode inference_mode;
+  const std::vector<int64_t> lengths = {37, 61, 1, 50};
+  const int64_t seq = 61;
+  const int64_t window = 6;
+  for (const std::vector<bool>& schedule :
+       {std::vector<bool>{}, std::vector<bool>{false, true, true, false}}) {
+    PlannerSource source;
+    source.shape = kShape;
+    source.full_attention_layers = schedule;
+    absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner =
+        MakeAttentionPlanner(AttentionKind::kModernBert, source);
+    ASSERT_TRUE(planner.ok()) << planner.status();
+    const std::unique_ptr<AttentionMechanism> mechanism = (*planner)->MakeMechanism();
+    for (int full_layers : {1, 0}) {
+      for (int32_t layer = 0; layer < 4; ++layer) {
+        SCOPED_TRACE(::testing::Message() << "schedule " << schedule.size() << " full_layers "
+                                          << full_layers << " layer " << layer);
+        const bool dense =
+            full_layers == 1 && (schedule.empty() ? layer % 3 == 0 : bool(schedule[layer]));
+        at::manual_seed(layer);
+        AttentionInputs in;
+        in.query = at::randn({4, kHeads, seq, kHeadDim});
+        in.key = at::randn({4, kHeads, seq, kHeadDim});
+        in.value = at::randn({4, kHeads, seq, kHeadDim});
+        in.lengths = lengths;
+        in.layer = layer;
+        ItemAttentionOptions options;
+        options.knobs = {{"window", window}, {"full_layers", full_layers}};
+        in.item_options.assign(lengths.size(), options);
+        std::vector<ItemAttentionCost> costs;
+        const at::Tensor got = mechanism->Forward(in, &costs).to(at::kDouble);
+        for (size_t b = 0; b < lengths.size(); ++b) {
+          const int32_t n = static_cast<int32_t>(lengths[b]);
+          PatternMask mask;
+          mask.length = n;
+          mask.heads = kHeads;
+          mask.allowed.assign(static_cast<size_t>(kHeads) * n * n, 0);
+          mask.edges.assign(kHeads, 0);
+          for (int h = 0; h < kHeads; ++h) {
+            for (int32_t i = 0; i < n; ++i) {
+              for (int32_t j = 0; j < n; ++j) {
+                const bool on = dense || std::abs(i - j) <= window / 2;
+                mask.allowed[(static_cast<size_t>(h) * n + i) * n + j] = on;
+                mask.edges[h] += on;
+              }
+            }
+          }
+          const at::Tensor want = MaskedReference(in.query[b], in.key[b], in.value[b], mask);
+          EXPECT_LE((got[b].slice(1, 0, n) - want).abs().max().item<double>(), 1e-5)
+              << "item " << b;
+          EXPECT_EQ(costs[b].head_edges, mask.edges) << "item " << b;
+        }
+      }
+    }
+  }
+}
+
 TEST(PatternPlannerTest, PriceIsTheEdgesOfThePlanItRuns) {
   PlannerSource source;
   source.shape = kShape;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -179,6 +180,81 @@ TEST(HfConfigTest, LongformerWindowsWeCannotRunAreNamed) {
     ASSERT_FALSE(config.ok()) << window;
     EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << window;
+  }
+}
+
+// answerdotai/ModernBERT-base's config.json as published.
+json ModernBertBase() {
+  return json::parse(R"({
+    "architectures": ["ModernBertForMaskedLM"], "attention_bias": false,
+    "attention_dropout": 0.0, "bos_token_id": 50281, "classifier_activation": "gelu",
+    "classifier_bias": false, "classifier_dropout": 0.0, "classifier_pooling": "mean",
+    "cls_token_id": 50281, "decoder_bias": true, "deterministic_flash_attn": false,
+    "embedding_dropout": 0.0, "eos_token_id": 50282, "global_attn_every_n_layers": 3,
+    "global_rope_theta": 160000.0, "gradient_checkpointing": false,
+    "hidden_activation": "gelu", "hidden_size": 768, "initializer_cutoff_factor": 2.0,
+    "initializer_range": 0.02, "intermediate_size": 1152, "layer_norm_eps": 1e-05,
+    "local_attention": 128, "local_rope_theta": 10000.0, "max_position_embeddings": 8192,
+    "mlp_bias": false, "mlp_dropout": 0.0, "model_type": "modernbert", "norm_bias": false,
+    "norm_eps": 1e-05, "num_attention_heads": 12, "num_hidden_layers": 22,
+    "pad_token_id": 50283, "position_embedding_type": "absolute", "reference_compile": true,
+    "sep_token_id": 50282, "sparse_pred_ignore_index": -100, "sparse_prediction": false,
+    "torch_dtype": "float32", "transformers_version": "4.47.0.dev0", "vocab_size": 50368
+  })");
+}
+
+TEST(HfConfigTest, ModernBertParsesInBothFormats) {
+  auto config = ParseEncoderConfig(ModernBertBase(), "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->modernbert.has_value());
+  EXPECT_EQ(config->architecture, Architecture::kModernBert);
+  EXPECT_EQ(config->modernbert->local_attention, 128);
+  ASSERT_EQ(config->modernbert->global_layers.size(), 22u);
+  EXPECT_TRUE(config->modernbert->global_layers[0]);
+  EXPECT_FALSE(config->modernbert->global_layers[1]);
+  EXPECT_TRUE(config->modernbert->global_layers[21]);
+  EXPECT_EQ(config->modernbert->global_rope_theta, 160000.0);
+  EXPECT_TRUE(config->modernbert->mean_pooling);
+  EXPECT_EQ(config->max_position_embeddings, 8192);
+  // transformers 5 writes the schedule and the rotary bases this way.
+  json v5 = ModernBertBase();
+  for (const char* key : {"global_attn_every_n_layers", "global_rope_theta", "local_rope_theta"}) {
+    v5.erase(key);
+  }
+  std::vector<std::string> types(22, "sliding_attention");
+  types[0] = types[5] = "full_attention";
+  v5["layer_types"] = types;
+  v5["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 80000}}},
+                           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 500}}}};
+  config = ParseEncoderConfig(v5, "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->modernbert->global_layers[5]);
+  EXPECT_FALSE(config->modernbert->global_layers[3]);
+  EXPECT_EQ(config->modernbert->global_rope_theta, 80000);
+  EXPECT_EQ(config->modernbert->local_rope_theta, 500);
+}
+
+TEST(HfConfigTest, ModernBertFieldsWeCannotRunAreNamed) {
+  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+      {"local_attention", 127, "127 is odd"},
+      {"layer_types", json({"full_attention"}), "expected 22 entries"},
+      {"rope_parameters", json({{"full_attention", {{"rope_type", "yarn"}, {"rope_theta", 1}}}}),
+       "rope_type"},
+      {"rope_scaling", json({{"type", "linear"}}), "rope_scaling"},
+      {"classifier_pooling", "max", "classifier_pooling"},
+      {"hidden_activation", "silu", "hidden_activation"},
+      {"norm_eps", nullptr, "missing field 'norm_eps'"},
+  };
+  for (const auto& [key, value, message] : cases) {
+    json raw = ModernBertBase();
+    if (value.is_null()) {
+      raw.erase(key);
+    } else {
+      raw[key] = value;
+    }
+    auto config = ParseEncoderConfig(raw, "config.json");
+    ASSERT_FALSE(config.ok()) << key;
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << key;
   }
 }
 

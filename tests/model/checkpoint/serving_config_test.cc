@@ -119,7 +119,7 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
       {"/attention/kind", "reformer",
        "attention.kind: unsupported value \"reformer\" (expected \"native\" or \"dense\" or "
        "\"lsg\" or \"sbm\" or \"longformer\" or \"bigbird\" or \"sparse_transformer\" or "
-       "\"star\")"},
+       "\"star\" or \"modernbert\")"},
       {"/attention/knobs", "64", "attention.knobs: expected object, got string"},
       {"/default", "yes", "default: expected boolean, got string"},
       {"/precision", "fp16",

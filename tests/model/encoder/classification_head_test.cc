@@ -74,7 +74,7 @@ TEST_P(ClassificationHeadParityTest, LogitsAndProbabilitiesMatchTransformers) {
     }
     absl::StatusOr<EncoderOutput> out = (*encoder)->Forward(batch, nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
-    const at::Tensor logits = (*head)->Logits(out->hidden);
+    const at::Tensor logits = (*head)->Logits(out->hidden, out->lengths);
     const at::Tensor want_logits = testing::JsonToTensor(c["logits"]);
     ASSERT_EQ(logits.sizes(), want_logits.sizes());
     EXPECT_EQ(logits.scalar_type(), at::kFloat);
@@ -241,9 +241,9 @@ TEST(ClassificationHeadTest, HalfPrecisionHeadIsConvertedToFloat32) {
   absl::StatusOr<std::unique_ptr<ClassificationHead>> half = ClassificationHead::Load(dir, config);
   ASSERT_TRUE(half.ok()) << half.status();
   const at::Tensor hidden = at::randn({2, 3, 32}, at::TensorOptions().dtype(at::kFloat));
-  const at::Tensor got = (*half)->Logits(hidden);
+  const at::Tensor got = (*half)->Logits(hidden, {3, 2});
   EXPECT_EQ(got.scalar_type(), at::kFloat);
-  const at::Tensor want = (*reference)->Logits(hidden);
+  const at::Tensor want = (*reference)->Logits(hidden, {3, 2});
   // bf16 keeps 8 significant bits: a relative error of ~4e-3 per weight.
   EXPECT_LE(MaxAbsDiff(got, want), 0.05);
   EXPECT_GT(MaxAbsDiff(got, want), 0.0) << "the weights were not rounded";

@@ -117,16 +117,17 @@ TEST(LinearTest, ActivationAppliesToTheBiasedSumInEveryPrecision) {
     for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
       const Linear linear(weight, bias, precision, Linear::Bias::kInProduct, c.activation);
       const at::Tensor got = linear(x);
-      const double tolerance =
-          precision == Precision::kFp32 ? 1e-5 : precision == Precision::kBf16 ? 0.05 : 0.15;
+      const double tolerance = precision == Precision::kFp32   ? 1e-5
+                               : precision == Precision::kBf16 ? 0.05
+                                                               : 0.15;
       EXPECT_LT(MaxError(got, c.want), tolerance)
           << static_cast<int>(c.activation) << " " << PrecisionName(precision);
       EXPECT_GT(MaxError(got, sum), 0.5) << "the activation was not applied";
     }
   }
   // gelu and gelu_new differ by up to ~5e-4 near |x| = 2: fp32 tells them apart.
-  const at::Tensor erf_form = Linear(weight, bias, Precision::kFp32, Linear::Bias::kInProduct,
-                                     Activation::kGelu)(x);
+  const at::Tensor erf_form =
+      Linear(weight, bias, Precision::kFp32, Linear::Bias::kInProduct, Activation::kGelu)(x);
   EXPECT_LT(MaxError(erf_form, at::gelu(sum)), 1e-5);
   EXPECT_GT(MaxError(erf_form, at::gelu(sum, "tanh")), 1e-4);
 }

@@ -39,9 +39,7 @@ LoadedLongformer Load(const std::string& dir) {
   loaded.config = *config;
   const NativeAttention native = NativeAttentionOf(loaded.config);
   EXPECT_EQ(native.kind, AttentionKind::kLongformer);
-  PlannerSource source;
-  source.shape = EncoderShape{config->num_layers, config->num_heads, config->head_dim(),
-                              config->hidden_size, config->intermediate_size};
+  PlannerSource source = PlannerSourceOf(*config);
   source.configured_knobs = native.knobs;
   absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner =
       MakeAttentionPlanner(native.kind, source);
@@ -138,7 +136,7 @@ TEST(LongformerParityTest, ClassifierLogitsMatchTransformers) {
     SCOPED_TRACE(c["name"].get<std::string>());
     absl::StatusOr<EncoderOutput> out = loaded.encoder->Forward(BatchOf(c), nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
-    const at::Tensor logits = (*head)->Logits(out->hidden);
+    const at::Tensor logits = (*head)->Logits(out->hidden, out->lengths);
     EXPECT_LE((logits - testing::JsonToTensor(c["logits"])).abs().max().item<double>(), kTolerance);
   }
 }
@@ -151,9 +149,7 @@ TEST(LongformerParityTest, MixedBatchKeepsTheGlobalProjections) {
   absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
   ASSERT_TRUE(config.ok()) << config.status();
   const NativeAttention native = NativeAttentionOf(*config);
-  PlannerSource source;
-  source.shape = EncoderShape{config->num_layers, config->num_heads, config->head_dim(),
-                              config->hidden_size, config->intermediate_size};
+  PlannerSource source = PlannerSourceOf(*config);
   source.configured_knobs = native.knobs;
   absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
       ModelPlanners::Make(native.kind, source);
