@@ -6,10 +6,12 @@ docs/BENCHMARKS.md, on the same checkpoint (tools/make_shaped_checkpoints.py): o
 each length, fp32, the given threads, transformers' default attention implementation for the
 class. Longformer gets global attention on the first token (as
 LongformerForSequenceClassification sets it); ModernBERT runs as AutoModel loads it (sdpa,
-its sliding window as a mask). Prints one line per length: the median forward ms of
---repeats passes after one warm-up.
+its sliding window as a mask); LED generates one token greedily with the first token global
+(its time to first token: the encoder and one decoder step, as docsparse's cost report counts
+it for a streamed summary). Prints one line per length: the median ms of --repeats passes
+after one warm-up.
 
-    python bench/peers/native_hf.py {longformer,modernbert} DIR [--tokens 4096,16384]
+    python bench/peers/native_hf.py {longformer,modernbert,led} DIR [--tokens 4096,16384]
         [--threads 2] [--repeats 3]
 """
 import argparse
@@ -21,12 +23,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import LongformerModel, ModernBertModel  # noqa: E402
+from transformers import (  # noqa: E402
+    LEDForConditionalGeneration,
+    LongformerModel,
+    ModernBertModel,
+)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["longformer", "modernbert"])
+    parser.add_argument("kind", choices=["longformer", "modernbert", "led"])
     parser.add_argument("model")
     parser.add_argument("--tokens", default="4096,16384")
     parser.add_argument("--threads", type=int, default=2)
@@ -35,6 +41,8 @@ def main():
     torch.set_num_threads(args.threads)
     if args.kind == "longformer":
         model = LongformerModel.from_pretrained(args.model, add_pooling_layer=False).eval()
+    elif args.kind == "led":
+        model = LEDForConditionalGeneration.from_pretrained(args.model).eval()
     else:
         model = ModernBertModel.from_pretrained(args.model).eval()
     generator = torch.Generator().manual_seed(0)
@@ -44,14 +52,18 @@ def main():
         ids = torch.randint(3, 4001, (1, tokens), generator=generator)
         ids[0, 0], ids[0, -1] = 0, 2
         kwargs = {"input_ids": ids}
-        if args.kind == "longformer":
+        if args.kind in ("longformer", "led"):
             kwargs["global_attention_mask"] = torch.zeros_like(ids)
             kwargs["global_attention_mask"][0, 0] = 1
+        run = model
+        if args.kind == "led":
+            kwargs.update(max_new_tokens=1, num_beams=1, do_sample=False)
+            run = model.generate
         times = []
         with torch.inference_mode():
             for i in range(args.repeats + 1):
                 start = time.perf_counter()
-                model(**kwargs)
+                run(**kwargs)
                 if i > 0:
                     times.append((time.perf_counter() - start) * 1e3)
         print(f"| {tokens} | transformers {type(model).__name__} fp32 | "

@@ -116,6 +116,24 @@ std::vector<double> Down(const AttentionKnobValues& start, const char* name, dou
   return HalvingSteps(start.at(name), min, start.at(name));
 }
 
+// A band's knob "window" (w/2 tokens on each side) must be even.
+absl::Status WindowIsEven(const AttentionKnobValues& k) {
+  if (Knob(k, "window") % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
+  }
+  return absl::OkStatus();
+}
+
+// The window's halvings down to 8 that stay even.
+std::vector<double> EvenWindowHalvings(const AttentionKnobValues& start) {
+  std::vector<double> windows;
+  for (double w : HalvingSteps(start.at("window"), 8, start.at("window"))) {
+    if (static_cast<int64_t>(w) % 2 == 0) windows.push_back(w);
+  }
+  return windows;
+}
+
 PatternDescription Longformer(int heads) {
   PatternDescription p;
   p.kind = AttentionKind::kLongformer;
@@ -131,19 +149,9 @@ PatternDescription Longformer(int heads) {
                         std::min(Knob(k, "dilated_heads"), heads), Knob(k, "global_tokens")},
         length, heads);
   };
-  p.validate = [](const AttentionKnobValues& k) {
-    if (Knob(k, "window") % 2 != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
-    }
-    return absl::OkStatus();
-  };
+  p.validate = WindowIsEven;
   p.lattice = [](const AttentionKnobValues& start) {
-    KnobLattice lattice;
-    for (double w : HalvingSteps(start.at("window"), 8, start.at("window"))) {
-      if (static_cast<int64_t>(w) % 2 == 0) lattice["window"].push_back(w);
-    }
-    return lattice;
+    return KnobLattice{{"window", EvenWindowHalvings(start)}};
   };
   p.floor = "longformer: the narrowest window on its lattice (8 tokens), global tokens kept";
   return p;
@@ -261,20 +269,10 @@ PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
     }
     return PlanLongformer(LongformerKnobs{Knob(k, "window"), 1, 0, 0}, length, heads);
   };
-  p.validate = [](const AttentionKnobValues& k) {
-    if (Knob(k, "window") % 2 != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
-    }
-    return absl::OkStatus();
-  };
+  p.validate = WindowIsEven;
   p.lattice = [](const AttentionKnobValues& start) {
-    KnobLattice lattice;
-    for (double w : HalvingSteps(start.at("window"), 8, start.at("window"))) {
-      if (static_cast<int64_t>(w) % 2 == 0) lattice["window"].push_back(w);
-    }
-    lattice["full_layers"] = {start.at("full_layers"), 0};
-    return lattice;
+    return KnobLattice{{"window", EvenWindowHalvings(start)},
+                       {"full_layers", {start.at("full_layers"), 0}}};
   };
   p.floor = "modernbert: the narrowest window on its lattice (8 tokens) on every layer";
   return p;

@@ -57,28 +57,19 @@ NameScheme SchemeFor(Architecture architecture) {
             "attention.v_lin",   "attention.out_lin",  "sa_layer_norm",   "ffn.lin1",
             "ffn.lin2",          "output_layer_norm"};
   }
-  if (architecture == Architecture::kLongformer) {
-    return {{"", "longformer."},
-            "encoder.layer.",
-            "attention.self.query",
-            "attention.self.key",
-            "attention.self.value",
-            "attention.output.dense",
-            "attention.output.LayerNorm",
-            "intermediate.dense",
-            "output.dense",
-            "output.LayerNorm"};
-  }
-  return {{"", "bert.", "roberta."},
-          "encoder.layer.",
-          "attention.self.query",
-          "attention.self.key",
-          "attention.self.value",
-          "attention.output.dense",
-          "attention.output.LayerNorm",
-          "intermediate.dense",
-          "output.dense",
-          "output.LayerNorm"};
+  NameScheme bert = {{"", "bert.", "roberta."},
+                     "encoder.layer.",
+                     "attention.self.query",
+                     "attention.self.key",
+                     "attention.self.value",
+                     "attention.output.dense",
+                     "attention.output.LayerNorm",
+                     "intermediate.dense",
+                     "output.dense",
+                     "output.LayerNorm"};
+  // Longformer keeps RoBERTa's names (its global projections beside them).
+  if (architecture == Architecture::kLongformer) bert.prefixes = {"", "longformer."};
+  return bert;
 }
 
 // ModernBERT's names (tok_embeddings, layers.i.attn.Wqkv, mlp.Wi, ...) onto
@@ -93,26 +84,24 @@ absl::StatusOr<EncoderWeights> LoadModernBertWeights(std::unique_ptr<Checkpoint>
                                         {"", "model."}));
   const int64_t h = config.hidden_size;
   const int64_t inner = config.intermediate_size;
-  // A weight and its bias, or zeros where the config says there is none.
-  const auto linear = [&](const std::string& name, int64_t out, int64_t in, bool has_bias,
-                          at::Tensor* weight, at::Tensor* bias) -> absl::Status {
-    ASSIGN_OR_RETURN(*weight, reader.Get(name + ".weight", {out, in}));
+  // A weight of `shape` and its bias ([shape[0]]), or zeros where the config
+  // says there is none.
+  const auto read = [&](const std::string& name, const std::vector<int64_t>& shape, bool has_bias,
+                        at::Tensor* weight, at::Tensor* bias) -> absl::Status {
+    ASSIGN_OR_RETURN(*weight, reader.Get(name + ".weight", shape));
     if (has_bias) {
-      ASSIGN_OR_RETURN(*bias, reader.Get(name + ".bias", {out}));
+      ASSIGN_OR_RETURN(*bias, reader.Get(name + ".bias", {shape[0]}));
     } else {
-      *bias = at::zeros({out}, at::kFloat);
+      *bias = at::zeros({shape[0]}, at::kFloat);
     }
     return absl::OkStatus();
   };
-  const auto norm = [&](const std::string& name, at::Tensor* weight,
-                        at::Tensor* bias) -> absl::Status {
-    ASSIGN_OR_RETURN(*weight, reader.Get(name + ".weight", {h}));
-    if (m.norm_bias) {
-      ASSIGN_OR_RETURN(*bias, reader.Get(name + ".bias", {h}));
-    } else {
-      *bias = at::zeros({h}, at::kFloat);
-    }
-    return absl::OkStatus();
+  const auto linear = [&](const std::string& name, int64_t out, int64_t in, bool has_bias,
+                          at::Tensor* weight, at::Tensor* bias) {
+    return read(name, {out, in}, has_bias, weight, bias);
+  };
+  const auto norm = [&](const std::string& name, at::Tensor* weight, at::Tensor* bias) {
+    return read(name, {h}, m.norm_bias, weight, bias);
   };
   EncoderWeights w;
   ASSIGN_OR_RETURN(w.word_embeddings,

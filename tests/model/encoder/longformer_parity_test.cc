@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "model/attention/planner_registry.h"
 #include "model/encoder/classification_head.h"
 #include "model/encoder/encoder.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/json_tensor.h"
+#include "tests/model/encoder/served_checkpoint.h"
 
 namespace docsparse {
 namespace {
@@ -23,49 +23,22 @@ using testing::FixturePath;
 
 constexpr double kTolerance = 1e-4;
 
-struct LoadedLongformer {
-  EncoderConfig config;
-  std::unique_ptr<AttentionPlanner> planner;
-  std::unique_ptr<Encoder> encoder;
-};
-
-// The checkpoint served as the server serves it: its native planner with the
-// knobs its config fixes.
-LoadedLongformer Load(const std::string& dir) {
-  LoadedLongformer loaded;
-  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
-  EXPECT_TRUE(config.ok()) << config.status();
-  if (!config.ok()) return loaded;
-  loaded.config = *config;
-  const NativeAttention native = NativeAttentionOf(loaded.config);
-  EXPECT_EQ(native.kind, AttentionKind::kLongformer);
-  PlannerSource source = PlannerSourceOf(*config);
-  source.configured_knobs = native.knobs;
-  absl::StatusOr<std::unique_ptr<AttentionPlanner>> planner =
-      MakeAttentionPlanner(native.kind, source);
-  EXPECT_TRUE(planner.ok()) << planner.status();
-  if (!planner.ok()) return loaded;
-  loaded.planner = *std::move(planner);
-  absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-      Encoder::Create(dir, loaded.config, loaded.planner->MakeMechanism());
-  EXPECT_TRUE(encoder.ok()) << encoder.status();
-  if (encoder.ok()) loaded.encoder = *std::move(encoder);
+// The checkpoint as served; its native planner must be Longformer's.
+testing::ServedCheckpoint Load(const std::string& dir) {
+  testing::ServedCheckpoint loaded = testing::LoadAsServed(dir);
+  if (loaded.planners != nullptr) {
+    EXPECT_EQ(loaded.planners->native().kind(), AttentionKind::kLongformer);
+  }
   return loaded;
 }
 
 // The case's sequences with its global tokens and window as request knobs.
 EncoderBatch BatchOf(const nlohmann::json& c) {
-  EncoderBatch batch;
-  const auto lengths = c["lengths"].get<std::vector<int64_t>>();
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    auto ids = c["input_ids"][i].get<std::vector<int32_t>>();
-    ids.resize(lengths[i]);
-    batch.sequences.push_back(ids);
-    ItemAttentionOptions options;
-    options.knobs = {{"global_tokens", c["global_tokens"].get<double>()},
-                     {"window", c["window"].get<double>()}};
-    batch.attention_options.push_back(options);
-  }
+  EncoderBatch batch = testing::SequencesOf(c);
+  ItemAttentionOptions options;
+  options.knobs = {{"global_tokens", c["global_tokens"].get<double>()},
+                   {"window", c["window"].get<double>()}};
+  batch.attention_options.assign(batch.sequences.size(), options);
   return batch;
 }
 
@@ -82,18 +55,18 @@ int64_t LongformerPairs(int64_t n, int64_t g, int64_t w) {
 }
 
 TEST(LongformerParityTest, ConfigGivesTheNativePattern) {
-  const LoadedLongformer loaded = Load(FixturePath("longformer/model"));
+  const testing::ServedCheckpoint loaded = Load(FixturePath("longformer/model"));
   ASSERT_NE(loaded.encoder, nullptr);
   EXPECT_EQ(loaded.config.architecture, Architecture::kLongformer);
   EXPECT_EQ(loaded.config.attention_window, 8);
-  EXPECT_EQ(loaded.planner->Knobs().at("window").native, 8);
-  EXPECT_EQ(loaded.planner->Knobs().at("global_tokens").native, 1);
+  EXPECT_EQ(loaded.planners->native().Knobs().at("window").native, 8);
+  EXPECT_EQ(loaded.planners->native().Knobs().at("global_tokens").native, 1);
   // RoBERTa's positions: 258 rows from pad_token_id + 1 = 2.
   EXPECT_EQ(loaded.encoder->max_sequence_length(), 256);
 }
 
 TEST(LongformerParityTest, HiddenStatesMatchTransformers) {
-  const LoadedLongformer loaded = Load(FixturePath("longformer/model"));
+  const testing::ServedCheckpoint loaded = Load(FixturePath("longformer/model"));
   ASSERT_NE(loaded.encoder, nullptr);
   const nlohmann::json expected =
       nlohmann::json::parse(testing::ReadFile(FixturePath("longformer/model/expected.json")));
@@ -123,7 +96,7 @@ TEST(LongformerParityTest, HiddenStatesMatchTransformers) {
 
 TEST(LongformerParityTest, ClassifierLogitsMatchTransformers) {
   const std::string dir = FixturePath("longformer/classifier");
-  const LoadedLongformer loaded = Load(dir);
+  const testing::ServedCheckpoint loaded = Load(dir);
   ASSERT_NE(loaded.encoder, nullptr);
   ASSERT_TRUE(loaded.config.has_classification_head);
   absl::StatusOr<std::unique_ptr<ClassificationHead>> head =
@@ -141,22 +114,13 @@ TEST(LongformerParityTest, ClassifierLogitsMatchTransformers) {
   }
 }
 
-// As the server runs it: every planner behind one switching mechanism. A
+// Every planner runs behind one switching mechanism, as in the server: a
 // batch mixing a Longformer row with a row asking for dense attention runs
 // each group apart; the Longformer row still gets its global projections.
 TEST(LongformerParityTest, MixedBatchKeepsTheGlobalProjections) {
   const std::string dir = FixturePath("longformer/model");
-  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
-  ASSERT_TRUE(config.ok()) << config.status();
-  const NativeAttention native = NativeAttentionOf(*config);
-  PlannerSource source = PlannerSourceOf(*config);
-  source.configured_knobs = native.knobs;
-  absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
-      ModelPlanners::Make(native.kind, source);
-  ASSERT_TRUE(planners.ok()) << planners.status();
-  absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-      Encoder::Create(dir, *config, (*planners)->MakeMechanism());
-  ASSERT_TRUE(encoder.ok()) << encoder.status();
+  const testing::ServedCheckpoint loaded = Load(dir);
+  ASSERT_NE(loaded.encoder, nullptr);
   const nlohmann::json expected = nlohmann::json::parse(testing::ReadFile(dir + "/expected.json"));
   const nlohmann::json& c = expected["cases"][1];
   ASSERT_EQ(c["name"], "single_odd");
@@ -166,7 +130,7 @@ TEST(LongformerParityTest, MixedBatchKeepsTheGlobalProjections) {
   ItemAttentionOptions dense;
   dense.kind = AttentionKind::kDense;
   batch.attention_options.push_back(dense);
-  absl::StatusOr<EncoderOutput> out = (*encoder)->Forward(batch, nullptr);
+  absl::StatusOr<EncoderOutput> out = loaded.encoder->Forward(batch, nullptr);
   ASSERT_TRUE(out.ok()) << out.status();
   const int64_t n = c["lengths"][0].get<int64_t>();
   const at::Tensor want = testing::JsonToTensor(c["last_hidden_state"])[0].narrow(0, 0, n);

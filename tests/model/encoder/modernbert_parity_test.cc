@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "model/attention/planner_registry.h"
 #include "model/encoder/classification_head.h"
 #include "model/encoder/encoder.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/json_tensor.h"
+#include "tests/model/encoder/served_checkpoint.h"
 
 namespace docsparse {
 namespace {
@@ -23,45 +23,16 @@ using testing::FixturePath;
 
 constexpr double kTolerance = 1e-4;
 
-struct LoadedModernBert {
-  EncoderConfig config;
-  std::unique_ptr<ModelPlanners> planners;
-  std::unique_ptr<Encoder> encoder;
-};
+using testing::LoadAsServed;
+using testing::SequencesOf;
 
-// As the server loads the folder: the native planner (and the others, behind
-// the switching mechanism) with the checkpoint's knobs.
-LoadedModernBert Load(const std::string& dir) {
-  LoadedModernBert loaded;
-  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
-  EXPECT_TRUE(config.ok()) << config.status();
-  if (!config.ok()) return loaded;
-  loaded.config = *config;
-  const NativeAttention native = NativeAttentionOf(loaded.config);
-  EXPECT_EQ(native.kind, AttentionKind::kModernBert);
-  PlannerSource source = PlannerSourceOf(loaded.config);
-  source.configured_knobs = native.knobs;
-  absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
-      ModelPlanners::Make(native.kind, source);
-  EXPECT_TRUE(planners.ok()) << planners.status();
-  if (!planners.ok()) return loaded;
-  loaded.planners = *std::move(planners);
-  absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-      Encoder::Create(dir, loaded.config, loaded.planners->MakeMechanism());
-  EXPECT_TRUE(encoder.ok()) << encoder.status();
-  if (encoder.ok()) loaded.encoder = *std::move(encoder);
-  return loaded;
-}
-
-EncoderBatch BatchOf(const nlohmann::json& c) {
-  EncoderBatch batch;
-  const auto lengths = c["lengths"].get<std::vector<int64_t>>();
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    auto ids = c["input_ids"][i].get<std::vector<int32_t>>();
-    ids.resize(lengths[i]);
-    batch.sequences.push_back(ids);
+// The checkpoint as served; its native planner must be ModernBERT's.
+testing::ServedCheckpoint Load(const std::string& dir) {
+  testing::ServedCheckpoint loaded = LoadAsServed(dir);
+  if (loaded.planners != nullptr) {
+    EXPECT_EQ(loaded.planners->native().kind(), AttentionKind::kModernBert);
   }
-  return batch;
+  return loaded;
 }
 
 // Mean density over layers of n tokens: full layers n², sliding ones
@@ -79,7 +50,7 @@ double ScheduleDensity(int64_t n, const std::vector<bool>& full, int64_t half) {
 }
 
 TEST(ModernBertParityTest, PublishedConfigGivesItsSchedule) {
-  const LoadedModernBert loaded = Load(FixturePath("modernbert/model"));
+  const testing::ServedCheckpoint loaded = Load(FixturePath("modernbert/model"));
   ASSERT_NE(loaded.encoder, nullptr);
   ASSERT_TRUE(loaded.config.modernbert.has_value());
   EXPECT_EQ(loaded.config.architecture, Architecture::kModernBert);
@@ -90,7 +61,7 @@ TEST(ModernBertParityTest, PublishedConfigGivesItsSchedule) {
 }
 
 TEST(ModernBertParityTest, HiddenStatesMatchTransformers) {
-  const LoadedModernBert loaded = Load(FixturePath("modernbert/model"));
+  const testing::ServedCheckpoint loaded = Load(FixturePath("modernbert/model"));
   ASSERT_NE(loaded.encoder, nullptr);
   const nlohmann::json expected =
       nlohmann::json::parse(testing::ReadFile(FixturePath("modernbert/model/expected.json")));
@@ -98,7 +69,7 @@ TEST(ModernBertParityTest, HiddenStatesMatchTransformers) {
   ASSERT_GE(expected["cases"].size(), 4u);
   for (const nlohmann::json& c : expected["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    const EncoderBatch batch = BatchOf(c);
+    const EncoderBatch batch = SequencesOf(c);
     std::vector<CostAccount> costs(batch.sequences.size(), CostAccount(loaded.encoder->shape()));
     std::vector<CostAccount*> rows;
     for (CostAccount& cost : costs) rows.push_back(&cost);
@@ -118,7 +89,7 @@ TEST(ModernBertParityTest, HiddenStatesMatchTransformers) {
 
 TEST(ModernBertParityTest, MeanPooledClassifierMatchesTransformers) {
   const std::string dir = FixturePath("modernbert/classifier");
-  const LoadedModernBert loaded = Load(dir);
+  const testing::ServedCheckpoint loaded = Load(dir);
   ASSERT_NE(loaded.encoder, nullptr);
   absl::StatusOr<std::unique_ptr<ClassificationHead>> head =
       ClassificationHead::Load(dir, loaded.config);
@@ -128,7 +99,7 @@ TEST(ModernBertParityTest, MeanPooledClassifierMatchesTransformers) {
   c10::InferenceMode inference_mode;
   for (const nlohmann::json& c : expected["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    absl::StatusOr<EncoderOutput> out = loaded.encoder->Forward(BatchOf(c), nullptr);
+    absl::StatusOr<EncoderOutput> out = loaded.encoder->Forward(SequencesOf(c), nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
     const at::Tensor logits = (*head)->Logits(out->hidden, out->lengths);
     EXPECT_LE((logits - testing::JsonToTensor(c["logits"])).abs().max().item<double>(), kTolerance);
@@ -139,7 +110,7 @@ TEST(ModernBertParityTest, MeanPooledClassifierMatchesTransformers) {
 // window on every layer (density of the band alone), and the window knob
 // narrows it.
 TEST(ModernBertParityTest, KnobsMoveTheWindowAndTheFullLayers) {
-  const LoadedModernBert loaded = Load(FixturePath("modernbert/model"));
+  const testing::ServedCheckpoint loaded = Load(FixturePath("modernbert/model"));
   ASSERT_NE(loaded.encoder, nullptr);
   c10::InferenceMode inference_mode;
   EncoderBatch batch;

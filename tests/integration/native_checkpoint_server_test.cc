@@ -1,9 +1,12 @@
-// Longformer checkpoints served as they are (issue 17): a temporary
-// repository holds the tiny LongformerModel and
-// LongformerForSequenceClassification fixtures (tests/fixtures/longformer)
-// with the byte-level BPE tokenizer their vocabulary was made for; the
-// server embeds and classifies with Longformer's own attention, a request's
-// knobs and budget move its window, and the outputs are transformers'.
+// Long-document checkpoints served as they are (issue 17): one repository
+// holds the tiny Longformer (LongformerModel, LongformerForSequenceClassification)
+// and ModernBERT (ModernBertModel, ModernBertForSequenceClassification)
+// fixtures of tests/fixtures/{longformer,modernbert}, with the byte-level BPE
+// tokenizer their vocabulary was made for. The server embeds and classifies
+// with each checkpoint's own attention as the native plan (Longformer's
+// window and global rows; ModernBERT's sliding window and full layers), a
+// request's knobs and budget move it, the cost report prices it, and the
+// outputs are transformers'. LED is served in summarize_server_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <vector>
 
 #include "client/docsparse_client.h"
@@ -25,18 +29,21 @@ namespace fs = std::filesystem;
 
 constexpr double kTolerance = 1e-4;
 
-// Two model folders: "longformer" (embed) and "longformer-classifier".
-fs::path LongformerRepository() {
+// Four model folders: each fixture's config and weights, the BPE tokenizer
+// and a docsparse.json (fp32: compared with HF at 1e-4).
+fs::path NativeCheckpointRepository() {
   const fs::path dir =
-      fs::path(::testing::TempDir()) / ("docsparse-longformer-models." + std::to_string(getpid()));
+      fs::path(::testing::TempDir()) / ("docsparse-native-checkpoints." + std::to_string(getpid()));
   fs::remove_all(dir);
   const fs::path tokenizer = testing::FixturePath("bpe_spm/bart_tokenizer");
+  const std::string embed = R"({"tasks": ["embed"], "normalize": false, "precision": "fp32"})";
+  const std::string classify = R"({"tasks": ["classify"], "precision": "fp32"})";
   for (const auto& [name, fixture, serving] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"longformer", "longformer/model",
-            R"({"tasks": ["embed"], "normalize": false, "precision": "fp32"})"},
-           {"longformer-classifier", "longformer/classifier",
-            R"({"tasks": ["classify"], "precision": "fp32"})"}}) {
+           {"longformer", "longformer/model", embed},
+           {"longformer-classifier", "longformer/classifier", classify},
+           {"modernbert", "modernbert/model", embed},
+           {"modernbert-classifier", "modernbert/classifier", classify}}) {
     const fs::path model = dir / name;
     fs::create_directories(model);
     for (const char* file : {"config.json", "model.safetensors"}) {
@@ -91,10 +98,10 @@ double LongformerDensity(int64_t n, int64_t g, int64_t w) {
   return static_cast<double>(pairs) / static_cast<double>(n * n);
 }
 
-class LongformerServerTest : public ::testing::Test {
+class NativeCheckpointServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    repository_ = LongformerRepository();
+    repository_ = NativeCheckpointRepository();
     server_ = new testing::RunningServer();
     ASSERT_NO_FATAL_FAILURE(testing::StartServer(repository_.string(), {}, server_));
     client_ = server_->client.get();
@@ -116,30 +123,51 @@ class LongformerServerTest : public ::testing::Test {
     }
   }
 
+  // The head's probabilities for row `row` of a classifier case: softmax of
+  // HF's logits, by label name.
+  static void ExpectHeadScoresOf(const v1::ClassifyResponse& response, const nlohmann::json& c,
+                                 size_t row) {
+    EXPECT_EQ(response.method(), v1::CLASSIFICATION_METHOD_HEAD);
+    const std::vector<double> logits = c["logits"][row].get<std::vector<double>>();
+    double total = 0;
+    for (double logit : logits) total += std::exp(logit);
+    const std::vector<std::string> labels = {"alpha", "beta", "gamma"};
+    ASSERT_EQ(response.scores_size(), 3);
+    for (const v1::LabelScore& score : response.scores()) {
+      const size_t id = std::find(labels.begin(), labels.end(), score.label()) - labels.begin();
+      ASSERT_LT(id, labels.size()) << score.label();
+      EXPECT_NEAR(score.score(), std::exp(logits[id]) / total, kTolerance) << score.label();
+    }
+  }
+
   static fs::path repository_;
   static testing::RunningServer* server_;
   static DocsparseClient* client_;
 };
 
-fs::path LongformerServerTest::repository_;
-testing::RunningServer* LongformerServerTest::server_ = nullptr;
-DocsparseClient* LongformerServerTest::client_ = nullptr;
+fs::path NativeCheckpointServerTest::repository_;
+testing::RunningServer* NativeCheckpointServerTest::server_ = nullptr;
+DocsparseClient* NativeCheckpointServerTest::client_ = nullptr;
 
-TEST_F(LongformerServerTest, ListsLongformerAsTheNativePatternWithTheCheckpointsWindow) {
+TEST_F(NativeCheckpointServerTest, ListsEachCheckpointsOwnPatternAsNativeWithItsKnobs) {
   auto models = client_->ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->models_size(), 2);
+  ASSERT_EQ(models->models_size(), 4);
   for (const v1::ModelInfo& model : models->models()) {
-    EXPECT_EQ(model.attention(), v1::ATTENTION_KIND_LONGFORMER) << model.name();
+    const bool longformer = model.name().rfind("longformer", 0) == 0;
+    EXPECT_EQ(model.architecture(), longformer ? "longformer" : "modernbert");
+    EXPECT_EQ(model.attention(),
+              longformer ? v1::ATTENTION_KIND_LONGFORMER : v1::ATTENTION_KIND_MODERNBERT)
+        << model.name();
     for (const v1::PlannerInfo& planner : model.planners()) {
-      if (planner.attention() != v1::ATTENTION_KIND_LONGFORMER) continue;
+      if (planner.attention() != model.attention()) continue;
       EXPECT_EQ(planner.knobs().at("window").native(), 8);
-      EXPECT_EQ(planner.knobs().at("global_tokens").native(), 1);
+      EXPECT_EQ(planner.knobs().at(longformer ? "global_tokens" : "full_layers").native(), 1);
     }
   }
 }
 
-TEST_F(LongformerServerTest, EmbedsAsTransformersWithTheCostOfLongformersPattern) {
+TEST_F(NativeCheckpointServerTest, EmbedsAsTransformersWithTheCostOfLongformersPattern) {
   const nlohmann::json c = Case("longformer/model", "single_odd");
   v1::EmbedRequest request;
   request.set_model("longformer");
@@ -155,7 +183,7 @@ TEST_F(LongformerServerTest, EmbedsAsTransformersWithTheCostOfLongformersPattern
   EXPECT_GT(cost.attention_flops(), 0);
 }
 
-TEST_F(LongformerServerTest, RequestKnobsMoveTheWindowAsTransformersDoes) {
+TEST_F(NativeCheckpointServerTest, RequestKnobsMoveTheWindowAsTransformersDoes) {
   const nlohmann::json c = Case("longformer/model", "narrow_window");
   ASSERT_EQ(c["window"], 4);
   v1::EmbedRequest request;
@@ -169,7 +197,7 @@ TEST_F(LongformerServerTest, RequestKnobsMoveTheWindowAsTransformersDoes) {
   EXPECT_NEAR(response->cost().mean_density(), LongformerDensity(30, 1, 4), 1e-9);
 }
 
-TEST_F(LongformerServerTest, ADensityCapNarrowsTheWindow) {
+TEST_F(NativeCheckpointServerTest, ADensityCapNarrowsTheWindow) {
   const nlohmann::json c = Case("longformer/model", "long");
   const int64_t n = c["lengths"][0].get<int64_t>();
   v1::EmbedRequest request;
@@ -197,7 +225,7 @@ TEST_F(LongformerServerTest, ADensityCapNarrowsTheWindow) {
   EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(LongformerServerTest, ClassifiesAsTransformersWithTheHeadOnTheGlobalToken) {
+TEST_F(NativeCheckpointServerTest, ClassifiesAsTransformersWithTheHeadOnTheGlobalToken) {
   const nlohmann::json c = Case("longformer/classifier", "padded_batch");
   for (size_t row = 0; row < c["lengths"].size(); ++row) {
     SCOPED_TRACE(row);
@@ -207,22 +235,12 @@ TEST_F(LongformerServerTest, ClassifiesAsTransformersWithTheHeadOnTheGlobalToken
     *request.mutable_document() = Unframed(c, row);
     auto response = client_->Classify(request);
     ASSERT_TRUE(response.ok()) << response.status();
-    EXPECT_EQ(response->method(), v1::CLASSIFICATION_METHOD_HEAD);
     EXPECT_EQ(response->cost().attention(), v1::ATTENTION_KIND_LONGFORMER);
-    const std::vector<double> logits = c["logits"][row].get<std::vector<double>>();
-    double total = 0;
-    for (double logit : logits) total += std::exp(logit);
-    const std::vector<std::string> labels = {"alpha", "beta", "gamma"};
-    ASSERT_EQ(response->scores_size(), 3);
-    for (const v1::LabelScore& score : response->scores()) {
-      const size_t id = std::find(labels.begin(), labels.end(), score.label()) - labels.begin();
-      ASSERT_LT(id, labels.size()) << score.label();
-      EXPECT_NEAR(score.score(), std::exp(logits[id]) / total, kTolerance) << score.label();
-    }
+    ExpectHeadScoresOf(*response, c, row);
   }
 }
 
-TEST_F(LongformerServerTest, EmbedsTextThroughTheByteLevelTokenizer) {
+TEST_F(NativeCheckpointServerTest, EmbedsTextThroughTheByteLevelTokenizer) {
   v1::EmbedRequest request;
   request.set_model("longformer");
   request.mutable_document()->set_text(
@@ -232,6 +250,46 @@ TEST_F(LongformerServerTest, EmbedsTextThroughTheByteLevelTokenizer) {
   EXPECT_EQ(response->embedding_size(), 32);
   EXPECT_GT(response->cost().input_tokens(), 100);
   EXPECT_LT(response->cost().mean_density(), 0.2);
+}
+
+TEST_F(NativeCheckpointServerTest, EmbedsAsTransformersWithItsScheduleAsTheNativePlan) {
+  const nlohmann::json c = Case("modernbert/model", "single_odd");
+  v1::EmbedRequest request;
+  request.set_model("modernbert");
+  *request.mutable_document() = Unframed(c, 0);
+  auto response = client_->Embed(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ExpectEmbeddingOf(*response, c, 0);
+  const v1::CostReport& cost = response->cost();
+  EXPECT_EQ(cost.attention(), v1::ATTENTION_KIND_MODERNBERT);
+  EXPECT_EQ(cost.knobs().values().at("window"), 8);
+  EXPECT_EQ(cost.knobs().values().at("full_layers"), 1);
+  ASSERT_EQ(cost.layers_size(), 4);
+  EXPECT_DOUBLE_EQ(cost.layers(0).head_density(0), 1.0);
+  EXPECT_LT(cost.layers(1).head_density(0), 0.3);
+  EXPECT_DOUBLE_EQ(cost.layers(3).head_density(0), 1.0);
+  // A cap below the full layers' share: the window on every layer.
+  request.mutable_budget()->set_max_density(0.3);
+  auto capped = client_->Embed(request);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_TRUE(capped->cost().budget_met());
+  EXPECT_EQ(capped->cost().knobs().values().at("full_layers"), 0);
+  EXPECT_LE(capped->cost().mean_density(), 0.3);
+}
+
+TEST_F(NativeCheckpointServerTest, ClassifiesAsTransformersWithTheMeanPooledHead) {
+  const nlohmann::json c = Case("modernbert/classifier", "padded_batch");
+  for (size_t row = 0; row < c["lengths"].size(); ++row) {
+    SCOPED_TRACE(row);
+    if (c["lengths"][row].get<int64_t>() < 3) continue;
+    v1::ClassifyRequest request;
+    request.set_model("modernbert-classifier");
+    *request.mutable_document() = Unframed(c, row);
+    auto response = client_->Classify(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->cost().attention(), v1::ATTENTION_KIND_MODERNBERT);
+    ExpectHeadScoresOf(*response, c, row);
+  }
 }
 
 }  // namespace
