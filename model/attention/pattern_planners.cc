@@ -264,8 +264,11 @@ PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
         Knob(k, "full_layers") == 1 &&
         (full.empty() ? layer % 3 == 0 : layer < static_cast<int32_t>(full.size()) && full[layer]);
     if (dense) {
-      // Every token global: one block of every row over every key.
-      return PlanLongformer(LongformerKnobs{2, 1, 0, length}, length, heads);
+      // Every token global: one block of every row over every key. Not
+      // global rows in Longformer's sense: no projections of their own.
+      PatternPlan plan = PlanLongformer(LongformerKnobs{2, 1, 0, length}, length, heads);
+      plan.global_rows = 0;
+      return plan;
     }
     return PlanLongformer(LongformerKnobs{Knob(k, "window"), 1, 0, 0}, length, heads);
   };

@@ -139,8 +139,9 @@ INSTANTIATE_TEST_SUITE_P(Precisions, PatternAttentionTest,
 
 // ModernBERT's scheme against its definition, layer by layer: the
 // schedule's full layers (every third from 0 by default, or the
-// checkpoint's list) attend to every real token, the others to
-// |i - j| <= window/2; full_layers 0 puts the window on every layer.
+// checkpoint's list) attend to every real token with the ordinary
+// projections, the others to |i - j| <= window/2; full_layers 0 puts the
+// window on every layer.
 TEST(PatternPlannerTest, ModernBertScheduleMatchesItsDefinitionPerLayer) {
   c10::InferenceMode inference_mode;
   const std::vector<int64_t> lengths = {37, 61, 1, 50};
@@ -168,6 +169,13 @@ TEST(PatternPlannerTest, ModernBertScheduleMatchesItsDefinitionPerLayer) {
         in.value = at::randn({4, kHeads, seq, kHeadDim});
         in.lengths = lengths;
         in.layer = layer;
+        // Its full layers are not global rows in Longformer's sense: a
+        // checkpoint's global projections (a Longformer served with this
+        // pattern) must not replace them.
+        in.global_projections = [](int64_t) {
+          ADD_FAILURE() << "modernbert asked for global projections";
+          return ProjectedHeads{};
+        };
         ItemAttentionOptions options;
         options.knobs = {{"window", window}, {"full_layers", full_layers}};
         in.item_options.assign(lengths.size(), options);
