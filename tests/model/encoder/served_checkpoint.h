@@ -1,6 +1,6 @@
 // Test helper for the native long-document checkpoints (Longformer,
-// ModernBERT): a folder loaded as the server loads it, and a fixture case's
-// sequences.
+// ModernBERT), on the CPU or a device: a folder loaded as the server loads
+// it, and a fixture case's sequences.
 #ifndef DOCSPARSE_TESTS_MODEL_ENCODER_SERVED_CHECKPOINT_H_
 #define DOCSPARSE_TESTS_MODEL_ENCODER_SERVED_CHECKPOINT_H_
 
@@ -25,8 +25,10 @@ struct ServedCheckpoint {
   std::unique_ptr<Encoder> encoder;
 };
 
-// Failures are test failures and leave the encoder null.
-inline ServedCheckpoint LoadAsServed(const std::string& dir) {
+// Failures are test failures and leave the encoder null. `device` as
+// docsparse-server --device puts it.
+inline ServedCheckpoint LoadAsServed(const std::string& dir, Precision precision = Precision::kFp32,
+                                     at::Device device = at::kCPU) {
   ServedCheckpoint loaded;
   absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
   EXPECT_TRUE(config.ok()) << config.status();
@@ -41,7 +43,7 @@ inline ServedCheckpoint LoadAsServed(const std::string& dir) {
   if (!planners.ok()) return loaded;
   loaded.planners = *std::move(planners);
   absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-      Encoder::Create(dir, loaded.config, loaded.planners->MakeMechanism());
+      Encoder::Create(dir, loaded.config, loaded.planners->MakeMechanism(), precision, device);
   EXPECT_TRUE(encoder.ok()) << encoder.status();
   if (encoder.ok()) loaded.encoder = *std::move(encoder);
   return loaded;
