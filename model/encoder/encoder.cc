@@ -418,7 +418,10 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
     }
   }
   const int64_t rows = static_cast<int64_t>(batch.sequences.size());
-  at::Tensor ids = at::full({rows, static_cast<int64_t>(longest)}, config_.pad_token_id, at::kLong);
+  // Padding rows are embedded too (then masked): a config whose pad_token_id
+  // is null (-1) pads with id 0, never an index outside the table.
+  at::Tensor ids =
+      at::full({rows, static_cast<int64_t>(longest)}, std::max(config_.pad_token_id, 0), at::kLong);
   at::Tensor types = at::zeros({rows, static_cast<int64_t>(longest)}, at::kLong);
   EncoderOutput output;
   for (int64_t row = 0; row < rows; ++row) {
