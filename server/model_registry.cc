@@ -96,12 +96,8 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
         std::string(Seq2SeqArchitectureName(config.architecture)), " models (native, dense",
         checkpoint.kind == AttentionKind::kDense ? "" : absl::StrCat(" or ", native_name), ")"));
   }
-  PlannerSource source;
-  source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
-                              config.hidden_size, config.intermediate_size};
-  source.lsg = config.lsg;
-  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, checkpoint, source,
-                                                 /*alternatives=*/false));
+  ASSIGN_OR_RETURN(model->planners, MakePlanners(path, model->serving.attention, checkpoint,
+                                                 PlannerSourceOf(config), /*alternatives=*/false));
   ASSIGN_OR_RETURN(model->seq2seq,
                    Seq2SeqModel::Create(path, config, model->planners->MakeMechanism(),
                                         options.device, precision));

@@ -73,6 +73,13 @@ struct ProjectedHeads {
   at::Tensor query, key, value;
 };
 
+// Global projections as AttentionInputs::global_projections returns them:
+// `query` [batch, rows, heads·head_dim] (the global rows' queries) and
+// `key_value` [batch, seq, 2·heads·head_dim] (keys, then values, of every
+// token) split into heads, as views.
+ProjectedHeads SplitGlobalHeads(const at::Tensor& query, const at::Tensor& key_value,
+                                int64_t heads);
+
 struct AttentionInputs {
   // [batch, heads, seq, head_dim] each, in the model's activation type:
   // float32, or bfloat16 for a bf16 model. Any strides with head_dim

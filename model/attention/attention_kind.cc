@@ -1,4 +1,5 @@
-// Names of the attention kinds, and knob lookup (model/attention/attention.h).
+// Names of the attention kinds, knob lookup, and the global projections'
+// split into heads (model/attention/attention.h).
 #include <utility>
 
 #include "model/attention/attention.h"
@@ -37,6 +38,16 @@ const std::vector<AttentionKind>& AllAttentionKinds() {
     return all;
   }();
   return kinds;
+}
+
+ProjectedHeads SplitGlobalHeads(const at::Tensor& query, const at::Tensor& key_value,
+                                int64_t heads) {
+  const int64_t batch = query.size(0);
+  const int64_t head_dim = query.size(2) / heads;
+  const at::Tensor keys_values =
+      key_value.view({batch, key_value.size(1), 2, heads, head_dim}).permute({2, 0, 3, 1, 4});
+  return ProjectedHeads{query.view({batch, query.size(1), heads, head_dim}).permute({0, 2, 1, 3}),
+                        keys_values[0], keys_values[1]};
 }
 
 double KnobOr(const AttentionKnobValues& knobs, const std::string& name, double fallback) {

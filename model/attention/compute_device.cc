@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -25,13 +26,12 @@ bool CudaBuild() {
 
 absl::StatusOr<at::Device> ParseComputeDevice(const std::string& text) {
   if (text == "cpu") return at::Device(at::kCPU);
-  const std::string cuda = "cuda";
-  const std::string rest = text.compare(0, cuda.size(), cuda) == 0 ? text.substr(cuda.size()) : "";
+  // "cuda", or "cuda:N" with N in [0, 255].
   int index = 0;
   const bool names_cuda =
-      text.compare(0, cuda.size(), cuda) == 0 &&
-      (rest.empty() ||
-       (rest[0] == ':' && absl::SimpleAtoi(rest.substr(1), &index) && index >= 0 && index <= 255));
+      absl::StartsWith(text, "cuda") &&
+      (text.size() == 4 ||
+       (text[4] == ':' && absl::SimpleAtoi(text.substr(5), &index) && index >= 0 && index <= 255));
   if (!names_cuda) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", text, "\" is not a device: \"cpu\", \"cuda\" or \"cuda:N\""));

@@ -61,17 +61,32 @@ const Registration* Find(AttentionKind kind) {
 
 }  // namespace
 
+EncoderShape EncoderShapeOf(const EncoderConfig& config) {
+  const int intermediate =
+      config.modernbert.has_value() ? config.intermediate_size * 3 / 2 : config.intermediate_size;
+  return EncoderShape{config.num_layers, config.num_heads, config.head_dim(), config.hidden_size,
+                      intermediate};
+}
+
+EncoderShape EncoderShapeOf(const BartConfig& config) {
+  return EncoderShape{config.num_layers, config.num_heads, config.head_dim(), config.hidden_size,
+                      config.intermediate_size};
+}
+
 PlannerSource PlannerSourceOf(const EncoderConfig& config) {
   PlannerSource source;
-  source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
-                              config.hidden_size, config.intermediate_size};
+  source.shape = EncoderShapeOf(config);
   source.lsg = config.lsg;
   if (config.modernbert.has_value()) {
     source.full_attention_layers = config.modernbert->global_layers;
-    // GeGLU: Wi makes twice the intermediate width, so a layer's products
-    // cost 3·h·inner per token where BERT's cost 2·h·inner.
-    source.shape.intermediate = config.intermediate_size * 3 / 2;
   }
+  return source;
+}
+
+PlannerSource PlannerSourceOf(const BartConfig& config) {
+  PlannerSource source;
+  source.shape = EncoderShapeOf(config);
+  source.lsg = config.lsg;
   return source;
 }
 

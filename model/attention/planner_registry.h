@@ -67,9 +67,17 @@ std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSour
 std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source);
 std::unique_ptr<AttentionPlanner> MakeModernBertPlanner(const PlannerSource& source);
 
-// The source of an encoder checkpoint's planners: its shape, LSG config and
+// The shape the cost model prices an encoder by. ModernBERT's GeGLU counts
+// as an intermediate of 3/2 its width: Wi makes twice the width, so a layer's
+// products cost 3·h·inner per token where BERT's cost 2·h·inner.
+EncoderShape EncoderShapeOf(const EncoderConfig& config);
+// A summarizer's encoder shape.
+EncoderShape EncoderShapeOf(const BartConfig& config);
+
+// The source of a checkpoint's planners: its shape, LSG config and
 // ModernBERT schedule.
 PlannerSource PlannerSourceOf(const EncoderConfig& config);
+PlannerSource PlannerSourceOf(const BartConfig& config);
 
 // The planner `kind` for `source`: FAILED_PRECONDITION when the model lacks
 // what it needs, INVALID_ARGUMENT for a configured knob it does not have.

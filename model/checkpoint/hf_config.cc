@@ -139,6 +139,15 @@ absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
   return reader.OptionalBool("onnx_export", false).status();
 }
 
+// A rotary base: a positive number; the error names `key`.
+absl::StatusOr<double> RopeTheta(const FieldReader& reader, std::string_view key,
+                                 const json* value) {
+  if (value == nullptr || !value->is_number() || value->get<double>() <= 0) {
+    return reader.Error(key, "a positive number is required");
+  }
+  return value->get<double>();
+}
+
 // One rope_parameters entry ({"rope_type": "default", "rope_theta": x}).
 absl::StatusOr<double> ParseRopeEntry(FieldReader& reader, const json& entry,
                                       const std::string& layer_type) {
@@ -156,10 +165,7 @@ absl::StatusOr<double> ParseRopeEntry(FieldReader& reader, const json& entry,
     }
   }
   const auto theta = entry.find("rope_theta");
-  if (theta == entry.end() || !theta->is_number() || theta->get<double>() <= 0) {
-    return reader.Error(key + ".rope_theta", "a positive number is required");
-  }
-  return theta->get<double>();
+  return RopeTheta(reader, key + ".rope_theta", theta == entry.end() ? nullptr : &*theta);
 }
 
 // ModernBERT's fields (transformers' ModernBertConfig; its defaults where a
@@ -226,10 +232,7 @@ absl::Status ParseModernBertFields(FieldReader& reader, EncoderConfig& config) {
          {std::pair<std::string_view, double*>{"global_rope_theta", &m.global_rope_theta},
           {"local_rope_theta", &m.local_rope_theta}}) {
       if (const json* value = reader.Find(key); value != nullptr) {
-        if (!value->is_number() || value->get<double>() <= 0) {
-          return reader.Error(key, "a positive number is required");
-        }
-        *theta = value->get<double>();
+        ASSIGN_OR_RETURN(*theta, RopeTheta(reader, key, value));
       }
     }
   }
@@ -251,6 +254,15 @@ absl::Status ParseModernBertFields(FieldReader& reader, EncoderConfig& config) {
   }
   if (reader.Find("classifier_activation") != nullptr) {
     ASSIGN_OR_RETURN(m.classifier_activation, ParseActivation(reader, "classifier_activation"));
+  }
+  // Training, compilation and masked-LM settings that do not change an
+  // encoder's forward pass; layer_norm_eps is unused (norm_eps is read);
+  // position_embedding_type is ignored by ModernBERT's code (rotary).
+  for (std::string_view key : {"layer_norm_eps", "initializer_cutoff_factor", "embedding_dropout",
+                               "mlp_dropout", "deterministic_flash_attn", "reference_compile",
+                               "sparse_prediction", "sparse_pred_ignore_index", "decoder_bias",
+                               "repad_logits_with_grad", "position_embedding_type"}) {
+    reader.Find(key);
   }
   config.modernbert = std::move(m);
   return absl::OkStatus();
@@ -430,15 +442,6 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     RETURN_IF_ERROR(ParseDistilBertFields(reader, result));
   } else if (result.architecture == Architecture::kModernBert) {
     RETURN_IF_ERROR(ParseModernBertFields(reader, result));
-    // Training, compilation and masked-LM settings that do not change an
-    // encoder's forward pass; layer_norm_eps is unused (norm_eps is read);
-    // position_embedding_type is ignored by ModernBERT's code (rotary).
-    for (std::string_view key : {"layer_norm_eps", "initializer_cutoff_factor", "embedding_dropout",
-                                 "mlp_dropout", "deterministic_flash_attn", "reference_compile",
-                                 "sparse_prediction", "sparse_pred_ignore_index", "decoder_bias",
-                                 "repad_logits_with_grad", "position_embedding_type"}) {
-      reader.Find(key);
-    }
   } else {
     RETURN_IF_ERROR(ParseBertFields(reader, result));
   }

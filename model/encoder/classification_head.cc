@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "model/checkpoint/checkpoint_tensor.h"
 #include "model/checkpoint/safetensors.h"
+#include "model/encoder/linear.h"
 #include "model/encoder/pooling.h"
 
 namespace docsparse {
@@ -24,23 +25,22 @@ struct HeadScheme {
 };
 
 HeadScheme SchemeFor(Architecture architecture) {
-  using Act = ClassificationHead::InnerActivation;
   switch (architecture) {
     case Architecture::kBert:
       // BertForSequenceClassification classifies BertModel's pooler output;
       // the pooler lives inside the "bert." encoder prefix.
-      return {"bert.pooler.dense", "classifier", Act::kTanh};
+      return {"bert.pooler.dense", "classifier", ClassificationHead::kTanh};
     case Architecture::kRoberta:
     case Architecture::kLongformer:
       // RobertaClassificationHead (LongformerClassificationHead is the
       // same): no pooler, its own dense + tanh.
-      return {"classifier.dense", "classifier.out_proj", Act::kTanh};
+      return {"classifier.dense", "classifier.out_proj", ClassificationHead::kTanh};
     case Architecture::kDistilBert:
-      return {"pre_classifier", "classifier", Act::kRelu};
+      return {"pre_classifier", "classifier", Activation::kRelu};
     case Architecture::kModernBert:
       // ModernBertPredictionHead (dense, activation, norm), then the
       // classifier; the activation is the config's classifier_activation.
-      return {"head.dense", "classifier", Act::kGelu};
+      return {"head.dense", "classifier", Activation::kGelu};
   }
   return {};
 }
@@ -89,17 +89,7 @@ absl::StatusOr<std::unique_ptr<ClassificationHead>> ClassificationHead::Load(
     w.norm_bias = at::zeros({h}, at::kFloat);
     if (modern.norm_bias) RETURN_IF_ERROR(read("head.norm.bias", {h}, &w.norm_bias));
     w.norm_eps = config.layer_norm_eps;
-    switch (modern.classifier_activation) {
-      case Activation::kGelu:
-        activation = InnerActivation::kGelu;
-        break;
-      case Activation::kGeluNew:
-        activation = InnerActivation::kGeluTanh;
-        break;
-      case Activation::kRelu:
-        activation = InnerActivation::kRelu;
-        break;
-    }
+    activation = modern.classifier_activation;
     if (modern.mean_pooling) pooling = PoolingMode::kMean;
   } else {
     RETURN_IF_ERROR(read(names.dense + ".bias", {h}, &w.dense_bias));
@@ -128,20 +118,7 @@ at::Tensor ClassificationHead::Logits(const at::Tensor& hidden,
 at::Tensor ClassificationHead::LogitsOfPooled(const at::Tensor& pooled) const {
   c10::InferenceMode inference_mode;
   at::Tensor x = at::linear(pooled, weights_.dense_weight, weights_.dense_bias);
-  switch (activation_) {
-    case InnerActivation::kTanh:
-      x = at::tanh(x);
-      break;
-    case InnerActivation::kRelu:
-      x = at::relu(x);
-      break;
-    case InnerActivation::kGelu:
-      x = at::gelu(x);
-      break;
-    case InnerActivation::kGeluTanh:
-      x = at::gelu(x, "tanh");
-      break;
-  }
+  x = activation_.has_value() ? ApplyActivation(x, *activation_) : at::tanh(x);
   if (weights_.norm_weight.defined()) {
     x = at::layer_norm(x, {x.size(-1)}, weights_.norm_weight, weights_.norm_bias,
                        weights_.norm_eps);

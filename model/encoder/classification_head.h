@@ -20,6 +20,7 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,11 @@ class ClassificationHead {
     at::Tensor norm_weight{}, norm_bias{};  // [h], [h]
     double norm_eps = 1e-5;
   };
-  enum class InnerActivation { kTanh, kRelu, kGelu, kGeluTanh };
+  // The activation between the two layers: tanh (kTanh: BERT's pooler,
+  // RoBERTa's and Longformer's heads) or one of the encoders' (DistilBERT's
+  // relu, ModernBERT's classifier_activation).
+  using InnerActivation = std::optional<Activation>;
+  static constexpr std::nullopt_t kTanh = std::nullopt;
   ClassificationHead(Weights weights, InnerActivation activation, std::vector<std::string> labels,
                      ProblemType problem_type, PoolingMode pooling = PoolingMode::kCls);
 

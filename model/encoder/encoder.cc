@@ -115,12 +115,7 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   weights_.layers.clear();
 }
 
-EncoderShape Encoder::shape() const {
-  if (config_.modernbert.has_value()) return PlannerSourceOf(config_).shape;
-  return EncoderShape{config_.num_layers, config_.num_heads,
-                      config_.hidden_size / config_.num_heads, config_.hidden_size,
-                      config_.intermediate_size};
-}
+EncoderShape Encoder::shape() const { return EncoderShapeOf(config_); }
 
 int64_t Encoder::max_sequence_length() const {
   // RoBERTa numbers positions from padding_idx + 1.
@@ -244,6 +239,17 @@ at::Tensor Encoder::EmbedWithGlobalTokens(const at::Tensor& ids, const at::Tenso
   return x;
 }
 
+at::Tensor Encoder::Attend(AttentionInputs inputs,
+                           std::vector<ItemAttentionCost>* item_costs) const {
+  const int64_t batch = inputs.query.size(0);
+  const int64_t seq = inputs.query.size(2);
+  inputs.precision = activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
+  return attention_->Forward(inputs, item_costs)
+      .to(activations_)
+      .permute({0, 2, 1, 3})
+      .reshape({batch, seq, config_.hidden_size});
+}
+
 at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
                           const std::vector<int64_t>& lengths,
                           const std::vector<ItemAttentionOptions>& options, int layer,
@@ -255,29 +261,16 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
   // views, read in place by the mechanisms that can (dense on our kernels).
   at::Tensor qkv = w.qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{qkv[0],
-                         qkv[1],
-                         qkv[2],
-                         lengths,
-                         layer,
-                         options,
-                         activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  AttentionInputs inputs{qkv[0], qkv[1], qkv[2], lengths, layer, options};
   if (w.global_query.has_value()) {
     // Longformer: its global tokens' rows come from projections of their
     // own, made only when a plan has such rows.
-    inputs.global_projections = [&x, &w, batch, seq, heads, head_dim](int64_t query_rows) {
-      const at::Tensor query = (*w.global_query)(x.narrow(1, 0, query_rows))
-                                   .view({batch, query_rows, heads, head_dim})
-                                   .permute({0, 2, 1, 3});
-      const at::Tensor key_value =
-          (*w.global_key_value)(x).view({batch, seq, 2, heads, head_dim}).permute({2, 0, 3, 1, 4});
-      return ProjectedHeads{query, key_value[0], key_value[1]};
+    inputs.global_projections = [&x, &w, heads](int64_t query_rows) {
+      return SplitGlobalHeads((*w.global_query)(x.narrow(1, 0, query_rows)),
+                              (*w.global_key_value)(x), heads);
     };
   }
-  at::Tensor context = attention_->Forward(inputs, item_costs)
-                           .to(x.scalar_type())
-                           .permute({0, 2, 1, 3})
-                           .reshape({batch, seq, config_.hidden_size});
+  const at::Tensor context = Attend(std::move(inputs), item_costs);
   at::Tensor attended = ResidualLayerNorm(w.output(context), x, w.attention_norm_weight,
                                           w.attention_norm_bias, config_.layer_norm_eps);
   return FeedForward(attended, w);
@@ -331,17 +324,10 @@ at::Tensor Encoder::ModernBertLayer(const at::Tensor& x, const EncoderLayer& w,
   // The rotation's base follows the layer's trained kind, whatever plan runs.
   const double theta =
       modern.global_layers[layer] ? modern.global_rope_theta : modern.local_rope_theta;
-  AttentionInputs inputs{RotateForPositions(qkv[0], theta),
-                         RotateForPositions(qkv[1], theta),
-                         qkv[2],
-                         lengths,
-                         layer,
-                         options,
-                         activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
-  const at::Tensor context = attention_->Forward(inputs, item_costs)
-                                 .to(x.scalar_type())
-                                 .permute({0, 2, 1, 3})
-                                 .reshape({batch, seq, config_.hidden_size});
+  const at::Tensor context =
+      Attend({RotateForPositions(qkv[0], theta), RotateForPositions(qkv[1], theta), qkv[2], lengths,
+              layer, options},
+             item_costs);
   const at::Tensor attended = x + w.output(context);
   // GeGLU: Wi's first half through the activation, times its second half.
   const std::vector<at::Tensor> halves =

@@ -163,6 +163,10 @@ class Encoder {
   at::Tensor EmbedWithGlobalTokens(const at::Tensor& ids, const at::Tensor& token_types,
                                    const EncoderBatch& batch, const std::vector<int64_t>& lengths,
                                    std::vector<int64_t>* positions) const;
+  // The mechanism's context for `inputs` (q, k, v [batch, heads, seq,
+  // head_dim], lengths, layer, options; the precision is set here) as
+  // [batch, seq, hidden] in the activations' type.
+  at::Tensor Attend(AttentionInputs inputs, std::vector<ItemAttentionCost>* item_costs) const;
   at::Tensor Layer(const at::Tensor& x, const EncoderLayer& w, const std::vector<int64_t>& lengths,
                    const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
+#include "model/attention/planner_registry.h"
 #include "model/checkpoint/checkpoint_tensor.h"
 #include "model/checkpoint/safetensors.h"
 #include "model/encoder/linear.h"
@@ -157,10 +158,7 @@ BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
   }
 }
 
-EncoderShape BartEncoder::shape() const {
-  return EncoderShape{config_.num_layers, config_.num_heads, config_.head_dim(),
-                      config_.hidden_size, config_.intermediate_size};
-}
+EncoderShape BartEncoder::shape() const { return EncoderShapeOf(config_); }
 
 int64_t BartEncoder::global_rows() const {
   return config_.lsg.has_value() && config_.pass_global_tokens_to_decoder
@@ -194,20 +192,14 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   if (w.global_qkv_weight.defined()) {
     // LED: the global tokens' rows from projections of their own, made only
     // when a plan has global rows.
-    inputs.global_projections = [&attention_input, &w, this, batch, seq](int64_t query_rows) {
+    inputs.global_projections = [&attention_input, &w, this](int64_t query_rows) {
       const int64_t h = config_.hidden_size;
-      const int64_t heads = config_.num_heads;
-      const at::Tensor query =
+      return SplitGlobalHeads(
           at::linear(attention_input.narrow(1, 0, query_rows), w.global_qkv_weight.narrow(0, 0, h),
-                     w.global_qkv_bias.narrow(0, 0, h))
-              .view({batch, query_rows, heads, config_.head_dim()})
-              .permute({0, 2, 1, 3});
-      const at::Tensor key_value =
+                     w.global_qkv_bias.narrow(0, 0, h)),
           at::linear(attention_input, w.global_qkv_weight.narrow(0, h, 2 * h),
-                     w.global_qkv_bias.narrow(0, h, 2 * h))
-              .view({batch, seq, 2, heads, config_.head_dim()})
-              .permute({2, 0, 3, 1, 4});
-      return ProjectedHeads{query, key_value[0], key_value[1]};
+                     w.global_qkv_bias.narrow(0, h, 2 * h)),
+          config_.num_heads);
     };
   }
   const at::Tensor context = attention_->Forward(inputs, item_costs)

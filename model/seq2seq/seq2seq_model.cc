@@ -107,11 +107,8 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));
   ASSIGN_OR_RETURN(BartDecoderWeights decoder_weights, LoadBartDecoderWeights(*checkpoint, config));
   if (attention == nullptr) {
-    PlannerSource source;
-    source.shape = EncoderShape{config.num_layers, config.num_heads, config.head_dim(),
-                                config.hidden_size, config.intermediate_size};
-    source.lsg = config.lsg;
-    ASSIGN_OR_RETURN(attention, MakeNativeMechanism(NativeAttentionOf(config), source));
+    ASSIGN_OR_RETURN(attention,
+                     MakeNativeMechanism(NativeAttentionOf(config), PlannerSourceOf(config)));
   }
   try {
     return std::make_unique<Seq2SeqModel>(

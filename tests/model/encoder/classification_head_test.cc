@@ -172,8 +172,8 @@ ClassificationHead TinyHead(int num_labels, ProblemType problem_type) {
                                 at::zeros({num_labels})};
   std::vector<std::string> labels;
   for (int i = 0; i < num_labels; ++i) labels.push_back("L" + std::to_string(i));
-  return ClassificationHead(std::move(w), ClassificationHead::InnerActivation::kTanh,
-                            std::move(labels), problem_type);
+  return ClassificationHead(std::move(w), ClassificationHead::kTanh, std::move(labels),
+                            problem_type);
 }
 
 TEST(ClassificationHeadTest, ProbabilityFunctionFollowsThePipelineDefaults) {
