@@ -85,8 +85,8 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   // Summarizers run their native attention (LSG for LSG-BART, Longformer
-  // for LED, else dense) or dense: the other planners are not served for
-  // them yet.
+  // for LED, BigBird for BigBird-Pegasus, else dense) or dense: the other
+  // planners are not served for them yet.
   const NativeAttention checkpoint = NativeAttentionOf(config);
   const std::string native_name(AttentionKindName(checkpoint.kind));
   const std::string& kind = model->serving.attention.kind;
@@ -173,7 +173,7 @@ bool IsSeq2SeqCheckpoint(const std::string& path) {
   if (!config.is_object()) return false;
   const auto type = config.find("model_type");
   return type != config.end() && type->is_string() &&
-         (*type == "bart" || *type == "pegasus" || *type == "led");
+         (*type == "bart" || *type == "pegasus" || *type == "led" || *type == "bigbird_pegasus");
 }
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,

@@ -14,8 +14,17 @@ every model's vocabulary).
               generation_config.json (greedy) and a docsparse.json serving "summarize".
   modernbert  answerdotai/ModernBERT-base: 22 layers, hidden 768, 12 heads, intermediate
               1,152 (GeGLU), every third layer global, local_attention 128, 8,192 positions.
+  bigbird     google/bigbird-roberta-base: 12 layers, hidden 768, 12 heads, intermediate 3,072,
+              gelu_new, block_size 64, num_random_blocks 3, with 16,384 position rows instead
+              of 4,096.
+  bigbird_pegasus
+              google/bigbird-pegasus-large-arxiv: d_model 1,024, 16 + 16 layers, 16 heads, ffn
+              4,096, 4,096 positions, gelu_new, block_size 64, num_random_blocks 3, no
+              attention biases; with a generation_config.json (greedy) and a docsparse.json
+              serving "summarize".
 
-    python tools/make_shaped_checkpoints.py {longformer,led,modernbert} OUT_DIR
+    python tools/make_shaped_checkpoints.py {longformer,led,modernbert,bigbird,bigbird_pegasus} \
+        OUT_DIR
 """
 import argparse
 import os
@@ -25,6 +34,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from transformers import (  # noqa: E402
+    BigBirdConfig,
+    BigBirdModel,
+    BigBirdPegasusConfig,
+    BigBirdPegasusForConditionalGeneration,
     GenerationConfig,
     LEDConfig,
     LEDForConditionalGeneration,
@@ -72,13 +85,42 @@ def modernbert(out):
     ModernBertModel(config).eval().save_pretrained(out, safe_serialization=True)
 
 
+def bigbird(out):
+    config = BigBirdConfig(
+        vocab_size=50358, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+        intermediate_size=3072, max_position_embeddings=16384, type_vocab_size=2,
+        hidden_act="gelu_new", layer_norm_eps=1e-12, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, sep_token_id=2, attention_type="block_sparse", block_size=64,
+        num_random_blocks=3)
+    BigBirdModel(config, add_pooling_layer=False).eval().save_pretrained(
+        out, safe_serialization=True)
+
+
+def bigbird_pegasus(out):
+    config = BigBirdPegasusConfig(
+        vocab_size=96103, d_model=1024, encoder_layers=16, decoder_layers=16,
+        encoder_attention_heads=16, decoder_attention_heads=16, encoder_ffn_dim=4096,
+        decoder_ffn_dim=4096, max_position_embeddings=4096, activation_function="gelu_new",
+        scale_embedding=True, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=2, attention_type="block_sparse", block_size=64,
+        num_random_blocks=3, use_bias=False)
+    BigBirdPegasusForConditionalGeneration(config).eval().save_pretrained(
+        out, safe_serialization=True)
+    GenerationConfig(decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1,
+                     num_beams=1, max_length=128).save_pretrained(out)
+    with open(os.path.join(out, "docsparse.json"), "w") as f:
+        f.write('{"tasks": ["summarize"], "precision": "fp32"}\n')
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["longformer", "led", "modernbert"])
+    parser.add_argument("kind",
+                        choices=["longformer", "led", "modernbert", "bigbird", "bigbird_pegasus"])
     parser.add_argument("out")
     args = parser.parse_args()
     torch.manual_seed(0)
-    {"longformer": longformer, "led": led, "modernbert": modernbert}[args.kind](args.out)
+    {"longformer": longformer, "led": led, "modernbert": modernbert, "bigbird": bigbird,
+     "bigbird_pegasus": bigbird_pegasus}[args.kind](args.out)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(TOKENIZER, name), os.path.join(args.out, name))
     print(args.out)

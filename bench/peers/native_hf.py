@@ -6,12 +6,14 @@ docs/BENCHMARKS.md, on the same checkpoint (tools/make_shaped_checkpoints.py): o
 each length, fp32, the given threads, transformers' default attention implementation for the
 class. Longformer gets global attention on the first token (as
 LongformerForSequenceClassification sets it); ModernBERT runs as AutoModel loads it (sdpa,
-its sliding window as a mask); LED generates one token greedily with the first token global
-(its time to first token: the encoder and one decoder step, as docsparse's cost report counts
-it for a streamed summary). Prints one line per length: the median ms of --repeats passes
+its sliding window as a mask); BigBird runs its block-sparse attention (eval mode: random
+blocks at block 0, as docsparse's native plan); LED and BigBird-Pegasus generate one token
+greedily, LED with the first token global (the time to first token: the encoder and one decoder
+step, as docsparse's cost report counts it for a streamed summary). Prints one line per length: the median ms of --repeats passes
 after one warm-up.
 
-    python bench/peers/native_hf.py {longformer,modernbert,led} DIR [--tokens 4096,16384]
+    python bench/peers/native_hf.py {longformer,modernbert,led,bigbird,bigbird_pegasus} DIR
+        [--tokens 4096,16384]
         [--threads 2] [--repeats 3]
 """
 import argparse
@@ -24,6 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    BigBirdModel,
+    BigBirdPegasusForConditionalGeneration,
     LEDForConditionalGeneration,
     LongformerModel,
     ModernBertModel,
@@ -32,7 +36,8 @@ from transformers import (  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["longformer", "modernbert", "led"])
+    parser.add_argument("kind",
+                        choices=["longformer", "modernbert", "led", "bigbird", "bigbird_pegasus"])
     parser.add_argument("model")
     parser.add_argument("--tokens", default="4096,16384")
     parser.add_argument("--threads", type=int, default=2)
@@ -43,6 +48,10 @@ def main():
         model = LongformerModel.from_pretrained(args.model, add_pooling_layer=False).eval()
     elif args.kind == "led":
         model = LEDForConditionalGeneration.from_pretrained(args.model).eval()
+    elif args.kind == "bigbird":
+        model = BigBirdModel.from_pretrained(args.model, add_pooling_layer=False).eval()
+    elif args.kind == "bigbird_pegasus":
+        model = BigBirdPegasusForConditionalGeneration.from_pretrained(args.model).eval()
     else:
         model = ModernBertModel.from_pretrained(args.model).eval()
     generator = torch.Generator().manual_seed(0)
@@ -56,7 +65,7 @@ def main():
             kwargs["global_attention_mask"] = torch.zeros_like(ids)
             kwargs["global_attention_mask"][0, 0] = 1
         run = model
-        if args.kind == "led":
+        if args.kind in ("led", "bigbird_pegasus"):
             kwargs.update(max_new_tokens=1, num_beams=1, do_sample=False)
             run = model.generate
         times = []

@@ -10,7 +10,9 @@
 // token key_gather[p]. A pattern whose keys are not contiguous (Longformer's
 // dilated window) lists the tokens grouped by residue there, so each of its
 // rows is again a span. Every (query, token) pair appears at most once over
-// a row's spans, counting copies.
+// a row's spans, counting copies, except where a pattern repeats keys on
+// purpose: transformers' BigBird attends block 0 1 + r times
+// (bigbird_pattern.h), each copy a key of the softmax.
 #ifndef DOCSPARSE_MODEL_ATTENTION_PATTERN_PLAN_H_
 #define DOCSPARSE_MODEL_ATTENTION_PATTERN_PLAN_H_
 

@@ -165,12 +165,19 @@ PatternDescription BigBird() {
       {"window_blocks", {3, 1, 1 << 10}},
       {"global_blocks", {1, 0, 1 << 10}},
       {"random_blocks", {3, 0, 1 << 10}},
+      // transformers' layout and inference quirks (bigbird_pattern.h); a
+      // BigBird checkpoint's native plan sets all three.
+      {"last_block_global", {0, 0, 1}},
+      {"random_at_first_block", {0, 0, 1}},
+      {"dense_up_to", {0, 0, 1 << 30}},
   };
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t seed,
               int32_t layer) {
-    return PlanBigBird(BigBirdKnobs{Knob(k, "block_size"), Knob(k, "window_blocks"),
-                                    Knob(k, "global_blocks"), Knob(k, "random_blocks")},
-                       length, heads, seed, layer);
+    return PlanBigBird(
+        BigBirdKnobs{Knob(k, "block_size"), Knob(k, "window_blocks"), Knob(k, "global_blocks"),
+                     Knob(k, "random_blocks"), Knob(k, "last_block_global") != 0,
+                     Knob(k, "random_at_first_block") != 0, Knob(k, "dense_up_to")},
+        length, heads, seed, layer);
   };
   p.validate = [](const AttentionKnobValues& k) {
     if (Knob(k, "window_blocks") % 2 != 1) {
@@ -186,10 +193,16 @@ PatternDescription BigBird() {
     std::vector<double>& random = lattice["random_blocks"];
     for (double r = start.at("random_blocks"); r >= 1; r = std::floor(r / 2)) random.push_back(r);
     random.push_back(0);
+    // A short document under a cap: the block pattern instead of full
+    // attention.
+    lattice["dense_up_to"] = {start.at("dense_up_to")};
+    if (start.at("dense_up_to") > 0) lattice["dense_up_to"].push_back(0);
     return lattice;
   };
   p.samples = true;
-  p.floor = "bigbird: 16-token blocks, no random blocks, window and global blocks kept";
+  p.floor =
+      "bigbird: 16-token blocks, no random blocks, no full attention on short documents, window "
+      "and global blocks kept";
   return p;
 }
 

@@ -90,6 +90,24 @@ PlannerSource PlannerSourceOf(const BartConfig& config) {
   return source;
 }
 
+NativeAttention NativeBigBirdAttention(const BigBirdFields& bigbird) {
+  if (!bigbird.block_sparse) return {AttentionKind::kDense, {}};
+  const int block = bigbird.block_size;
+  const int random = bigbird.num_random_blocks;
+  // transformers' BigBirdBlockSparseAttention at inference
+  // (bigbird_pattern.h): first and last block global, a window of 3 blocks,
+  // every random block a copy of block 0, and full attention at or below
+  // (5 + 2r)·b tokens (BigBirdModel.forward's max_tokens_to_attend).
+  return {AttentionKind::kBigBird,
+          {{"block_size", block},
+           {"window_blocks", 3},
+           {"global_blocks", 1},
+           {"random_blocks", random},
+           {"last_block_global", 1},
+           {"random_at_first_block", 1},
+           {"dense_up_to", (5 + 2 * random) * block}}};
+}
+
 NativeAttention NativeAttentionOf(const EncoderConfig& config) {
   if (config.lsg.has_value()) return {AttentionKind::kLsg, {}};
   if (config.modernbert.has_value()) {
@@ -100,6 +118,7 @@ NativeAttention NativeAttentionOf(const EncoderConfig& config) {
     return {AttentionKind::kLongformer,
             {{"window", config.attention_window}, {"global_tokens", 1}}};
   }
+  if (config.bigbird.has_value()) return NativeBigBirdAttention(*config.bigbird);
   return {AttentionKind::kDense, {}};
 }
 
@@ -109,6 +128,7 @@ NativeAttention NativeAttentionOf(const BartConfig& config) {
     return {AttentionKind::kLongformer,
             {{"window", config.attention_window}, {"global_tokens", 1}}};
   }
+  if (config.bigbird.has_value()) return NativeBigBirdAttention(*config.bigbird);
   return {AttentionKind::kDense, {}};
 }
 

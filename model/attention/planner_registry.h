@@ -49,11 +49,17 @@ struct NativeAttention {
 // LSG for an LSG config; Longformer for a Longformer checkpoint (its
 // attention_window, and one global token: the first, as
 // LongformerForSequenceClassification sets it; 0 gives LongformerModel's
-// default of none); else dense.
+// default of none); ModernBERT's scheme; BigBird's (NativeBigBirdAttention);
+// else dense.
 NativeAttention NativeAttentionOf(const EncoderConfig& config);
 // LSG for an LSG-BART / LSG-Pegasus config; Longformer for LED's encoder
-// (as for a Longformer checkpoint); else dense.
+// (as for a Longformer checkpoint); BigBird's for BigBird-Pegasus' encoder;
+// else dense.
 NativeAttention NativeAttentionOf(const BartConfig& config);
+// The bigbird planner with the knobs that reproduce transformers'
+// BigBirdBlockSparseAttention at inference (model/attention/bigbird_pattern.h);
+// dense for attention_type "original_full".
+NativeAttention NativeBigBirdAttention(const BigBirdFields& bigbird);
 
 // Each planner's factory (its own file).
 std::unique_ptr<AttentionPlanner> MakeDensePlanner(const PlannerSource& source);

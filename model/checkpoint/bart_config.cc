@@ -133,6 +133,28 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
   return absl::OkStatus();
 }
 
+// BigBirdPegasusConfig's attention fields, its defaults where absent.
+absl::Status ParseBigBirdFields(FieldReader& reader, BartConfig& config) {
+  BigBirdFields bigbird;
+  if (const json* type = reader.Find("attention_type")) {
+    ASSIGN_OR_RETURN(const std::string kind, reader.String("attention_type", *type));
+    if (kind != "block_sparse" && kind != "original_full") {
+      return reader.Error("attention_type",
+                          absl::StrFormat("unsupported value \"%s\" (supported: block_sparse, "
+                                          "original_full)",
+                                          kind));
+    }
+    bigbird.block_sparse = kind == "block_sparse";
+  }
+  ASSIGN_OR_RETURN(bigbird.block_size, reader.OptionalInt("block_size", 64, 1, 1 << 16));
+  ASSIGN_OR_RETURN(bigbird.num_random_blocks,
+                   reader.OptionalInt("num_random_blocks", 3, 0, 1 << 10));
+  ASSIGN_OR_RETURN(bigbird.use_bias, reader.OptionalBool("use_bias", false));
+  config.attention_bias = bigbird.use_bias;
+  config.bigbird = bigbird;
+  return absl::OkStatus();
+}
+
 // The LSG fields of LSGBartConfig and LSGPegasusConfig (the same fields, the
 // same fix-up).
 absl::Status ParseLsgFields(FieldReader& reader, const json& object, BartConfig& config) {
@@ -171,6 +193,8 @@ std::string_view Seq2SeqArchitectureName(Seq2SeqArchitecture architecture) {
       return "pegasus";
     case Seq2SeqArchitecture::kLed:
       return "led";
+    case Seq2SeqArchitecture::kBigBirdPegasus:
+      return "bigbird_pegasus";
   }
   return "unknown";
 }
@@ -190,14 +214,19 @@ absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
     result.architecture = Seq2SeqArchitecture::kPegasus;
   } else if (model_type == "led") {
     result.architecture = Seq2SeqArchitecture::kLed;
+  } else if (model_type == "bigbird_pegasus") {
+    result.architecture = Seq2SeqArchitecture::kBigBirdPegasus;
   } else {
-    return reader.Error(
-        "model_type",
-        absl::StrFormat("unsupported value \"%s\" (supported: bart, pegasus, led)", model_type));
+    return reader.Error("model_type", absl::StrFormat("unsupported value \"%s\" (supported: "
+                                                      "bart, pegasus, led, bigbird_pegasus)",
+                                                      model_type));
   }
   RETURN_IF_ERROR(ParseModelFields(reader, result));
-  // LSG converts BART and Pegasus; LED's encoder has its own sparse attention.
-  if (result.architecture != Seq2SeqArchitecture::kLed) {
+  // LSG converts BART and Pegasus; LED's and BigBird-Pegasus' encoders have
+  // their own sparse attention.
+  if (result.architecture == Seq2SeqArchitecture::kBigBirdPegasus) {
+    RETURN_IF_ERROR(ParseBigBirdFields(reader, result));
+  } else if (result.architecture != Seq2SeqArchitecture::kLed) {
     RETURN_IF_ERROR(ParseLsgFields(reader, config, result));
   }
   RETURN_IF_ERROR(reader.CheckNoUnknownKeys(model_type));

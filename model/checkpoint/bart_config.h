@@ -1,7 +1,8 @@
 // Hugging Face `config.json` of a BART-family encoder-decoder: BART
 // (model_type "bart") and Pegasus (model_type "pegasus"), plain or LSG
 // (ccdv-ai/convert_checkpoint_to_lsg, LSGBartConfig / LSGPegasusConfig), and
-// LED (model_type "led", the Longformer-Encoder-Decoder).
+// LED (model_type "led", the Longformer-Encoder-Decoder), and BigBird-Pegasus
+// (model_type "bigbird_pegasus").
 //
 // Same rules as model/checkpoint/hf_config.h: a config we do not fully understand is
 // refused with a message naming the field.
@@ -34,6 +35,11 @@
 //     (in place of max_position_embeddings), scale_embedding does not exist
 //     (no scaling), and attention_window is required (one even window for
 //     every layer, model/checkpoint/config_field_reader.h).
+//   - BigBird-Pegasus: Pegasus' fields, positions learned from 0 (one
+//     table, max_position_embeddings), and BigBird's attention fields
+//     (attention_type, block_size, num_random_blocks; use_bias, default
+//     false as in BigBirdPegasusConfig: no biases on any attention
+//     projection). LSG is refused.
 //   - LSG (BART and Pegasus alike): the fields of model/checkpoint/lsg_config.h plus
 //     pass_global_tokens_to_decoder (default true), "auto_map" and
 //     "base_model_prefix": "lsg"; the reference's fix-up (mask_first_token
@@ -67,6 +73,10 @@ enum class Seq2SeqArchitecture {
   // projections for global tokens), learned positions numbered from 0,
   // separate encoder and decoder position tables.
   kLed,
+  // Pegasus' pre-LN layers with BigBird's block-sparse self-attention in
+  // the encoder, learned positions numbered from 0, the final norms named
+  // layernorm_embedding, attention projections with or without biases.
+  kBigBirdPegasus,
 };
 
 std::string_view Seq2SeqArchitectureName(Seq2SeqArchitecture architecture);  // "bart", ...
@@ -105,18 +115,38 @@ struct BartConfig {
   // LED: the encoder's Longformer window (every layer's); 0 otherwise.
   int attention_window = 0;
 
+  // BigBird-Pegasus: the encoder's block-sparse attention (rescale_embeddings
+  // is not used: scale_embedding is).
+  std::optional<BigBirdFields> bigbird;
+  // The attention projections (self and cross, q/k/v/out) have biases;
+  // false for BigBird-Pegasus' use_bias false.
+  bool attention_bias = true;
+
   int head_dim() const { return hidden_size / num_heads; }
   int decoder_head_dim() const { return hidden_size / decoder_heads; }
-  bool pre_layer_norm() const { return architecture == Seq2SeqArchitecture::kPegasus; }
+  bool pre_layer_norm() const {
+    return architecture == Seq2SeqArchitecture::kPegasus ||
+           architecture == Seq2SeqArchitecture::kBigBirdPegasus;
+  }
   bool sinusoidal_positions() const { return architecture == Seq2SeqArchitecture::kPegasus; }
-  bool embedding_layer_norm() const { return architecture != Seq2SeqArchitecture::kPegasus; }
+  bool embedding_layer_norm() const {
+    return architecture == Seq2SeqArchitecture::kBart || architecture == Seq2SeqArchitecture::kLed;
+  }
+  // The pre-LN models' final norm after the last layer, under encoder. and
+  // decoder.: Pegasus' layer_norm; BigBird-Pegasus calls it
+  // layernorm_embedding though it comes last.
+  std::string final_norm_name() const {
+    return architecture == Seq2SeqArchitecture::kBigBirdPegasus ? "layernorm_embedding"
+                                                                : "layer_norm";
+  }
   // Row of the position table that holds position 0: BART's learned table
   // starts at row 2 (fairseq legacy), Pegasus' sinusoidal one at row 0.
   int64_t position_offset() const { return architecture == Seq2SeqArchitecture::kBart ? 2 : 0; }
 };
 
 // Parses and validates a config.json object (rules above) of model_type
-// "bart", "pegasus" or "led"; `source_name` prefixes every error message.
+// "bart", "pegasus", "led" or "bigbird_pegasus"; `source_name` prefixes
+// every error message.
 absl::StatusOr<BartConfig> ParseBartConfig(const nlohmann::json& config,
                                            std::string_view source_name);
 

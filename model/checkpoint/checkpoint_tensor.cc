@@ -49,4 +49,10 @@ absl::StatusOr<at::Tensor> ReadFloatTensor(const Checkpoint& checkpoint, const s
   }
 }
 
+absl::StatusOr<at::Tensor> ReadBiasOrZeros(const Checkpoint& checkpoint, const std::string& name,
+                                           int64_t size, bool present) {
+  if (!present) return at::zeros({size}, at::kFloat);
+  return ReadFloatTensor(checkpoint, name, {size});
+}
+
 }  // namespace docsparse

@@ -24,6 +24,11 @@ namespace docsparse {
 absl::StatusOr<at::Tensor> ReadFloatTensor(const Checkpoint& checkpoint, const std::string& name,
                                            const std::vector<int64_t>& expected_shape);
 
+// A bias of `size` entries: ReadFloatTensor's when the config says the layer
+// has one (`present`), else zeros (a layer built with bias=False stores none).
+absl::StatusOr<at::Tensor> ReadBiasOrZeros(const Checkpoint& checkpoint, const std::string& name,
+                                           int64_t size, bool present);
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_MODEL_CHECKPOINT_CHECKPOINT_TENSOR_H_

@@ -139,6 +139,29 @@ absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
   return reader.OptionalBool("onnx_export", false).status();
 }
 
+// BigBird's attention fields, transformers' BigBirdConfig defaults where
+// absent.
+absl::Status ParseBigBirdFields(FieldReader& reader, EncoderConfig& config) {
+  BigBirdFields bigbird;
+  if (const json* type = reader.Find("attention_type")) {
+    ASSIGN_OR_RETURN(const std::string kind, reader.String("attention_type", *type));
+    if (kind != "block_sparse" && kind != "original_full") {
+      return reader.Error("attention_type",
+                          absl::StrFormat("unsupported value \"%s\" (supported: block_sparse, "
+                                          "original_full)",
+                                          kind));
+    }
+    bigbird.block_sparse = kind == "block_sparse";
+  }
+  ASSIGN_OR_RETURN(bigbird.block_size, reader.OptionalInt("block_size", 64, 1, 1 << 16));
+  ASSIGN_OR_RETURN(bigbird.num_random_blocks,
+                   reader.OptionalInt("num_random_blocks", 3, 0, 1 << 10));
+  ASSIGN_OR_RETURN(bigbird.use_bias, reader.OptionalBool("use_bias", true));
+  ASSIGN_OR_RETURN(bigbird.rescale_embeddings, reader.OptionalBool("rescale_embeddings", false));
+  config.bigbird = bigbird;
+  return absl::OkStatus();
+}
+
 // A rotary base: a positive number; the error names `key`.
 absl::StatusOr<double> RopeTheta(const FieldReader& reader, std::string_view key,
                                  const json* value) {
@@ -351,6 +374,9 @@ absl::Status ParseClassificationFields(FieldReader& reader, EncoderConfig& confi
 
 // The LSG fields, present in configs saved by the reference's LSG classes.
 absl::Status ParseLsgFields(FieldReader& reader, EncoderConfig& config) {
+  // BigBird's block_size is its own, and the LSG reference converts no
+  // BigBird: an LSG key there is an unknown field.
+  if (config.bigbird.has_value()) return absl::OkStatus();
   constexpr std::string_view kLsgKeys[] = {
       "block_size",         "sparse_block_size", "sparsity_factor",  "sparsity_type",
       "num_global_tokens",  "adaptive",          "mask_first_token", "pool_with_global",
@@ -393,6 +419,8 @@ std::string_view ArchitectureName(Architecture architecture) {
       return "longformer";
     case Architecture::kModernBert:
       return "modernbert";
+    case Architecture::kBigBird:
+      return "big_bird";
   }
   return "?";
 }
@@ -432,10 +460,12 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
     result.architecture = Architecture::kLongformer;
   } else if (model_type == "modernbert") {
     result.architecture = Architecture::kModernBert;
+  } else if (model_type == "big_bird") {
+    result.architecture = Architecture::kBigBird;
   } else {
     return reader.Error("model_type", absl::StrFormat("unsupported value \"%s\" (supported: "
                                                       "bert, roberta, distilbert, longformer, "
-                                                      "modernbert)",
+                                                      "modernbert, big_bird)",
                                                       model_type));
   }
   if (result.architecture == Architecture::kDistilBert) {
@@ -447,6 +477,9 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const nlohmann::json& config,
   }
   if (result.architecture == Architecture::kLongformer) {
     RETURN_IF_ERROR(ParseLongformerFields(reader, result));
+  }
+  if (result.architecture == Architecture::kBigBird) {
+    RETURN_IF_ERROR(ParseBigBirdFields(reader, result));
   }
   RETURN_IF_ERROR(ParseClassificationFields(reader, result));
   RETURN_IF_ERROR(ParseLsgFields(reader, result));

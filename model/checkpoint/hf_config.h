@@ -1,5 +1,6 @@
 // Hugging Face `config.json` for the encoders we serve (BERT, RoBERTa,
-// DistilBERT, Longformer), read into one architecture-neutral EncoderConfig.
+// DistilBERT, Longformer, ModernBERT, BigBird), read into one
+// architecture-neutral EncoderConfig.
 //
 // The rule: a config we do not fully understand is refused, with a message
 // naming the field, rather than served with a silently different model.
@@ -16,6 +17,9 @@
 //         schedule as published (global_attn_every_n_layers, default 3;
 //         global_rope_theta / local_rope_theta) or as transformers 5 saves it
 //         (layer_types, rope_parameters with rope_type "default");
+//       big_bird: BERT's; optional with transformers' defaults:
+//         attention_type ("block_sparse" or "original_full"), block_size (64),
+//         num_random_blocks (3), use_bias (true), rescale_embeddings (false);
 //       longformer: RoBERTa's, and attention_window (an even number >= 2,
 //         or a list of them, one per layer; the list must hold one value,
 //         since our Longformer planner has one window for every layer);
@@ -61,7 +65,7 @@
 
 namespace docsparse {
 
-enum class Architecture { kBert, kRoberta, kDistilBert, kLongformer, kModernBert };
+enum class Architecture { kBert, kRoberta, kDistilBert, kLongformer, kModernBert, kBigBird };
 
 // RoBERTa and Longformer number positions from pad_token_id + 1 on real
 // tokens (HF create_position_ids_from_input_ids); the others from 0.
@@ -108,6 +112,21 @@ struct ModernBertFields {
   Activation classifier_activation = Activation::kGelu;
 };
 
+// What BigBird (model_type "big_bird", transformers' BigBirdModel) adds to
+// BERT: the shape of its block-sparse attention. The layers, names and
+// embeddings are BERT's; the classification head is RoBERTa's with the
+// config's hidden_act in place of tanh.
+struct BigBirdFields {
+  // attention_type "block_sparse"; "original_full" runs every length dense.
+  bool block_sparse = true;
+  int block_size = 64;
+  int num_random_blocks = 3;
+  // Token embeddings times sqrt(hidden_size) before the sum.
+  bool rescale_embeddings = false;
+  // Query, key and value have biases (use_bias).
+  bool use_bias = true;
+};
+
 struct EncoderConfig {
   Architecture architecture = Architecture::kBert;
   int vocab_size = 0;
@@ -144,6 +163,9 @@ struct EncoderConfig {
 
   // Set for ModernBERT.
   std::optional<ModernBertFields> modernbert;
+
+  // Set for BigBird.
+  std::optional<BigBirdFields> bigbird;
 
   int head_dim() const { return hidden_size / num_heads; }
 };

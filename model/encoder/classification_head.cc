@@ -24,8 +24,8 @@ struct HeadScheme {
   ClassificationHead::InnerActivation activation;
 };
 
-HeadScheme SchemeFor(Architecture architecture) {
-  switch (architecture) {
+HeadScheme SchemeFor(const EncoderConfig& config) {
+  switch (config.architecture) {
     case Architecture::kBert:
       // BertForSequenceClassification classifies BertModel's pooler output;
       // the pooler lives inside the "bert." encoder prefix.
@@ -37,6 +37,9 @@ HeadScheme SchemeFor(Architecture architecture) {
       return {"classifier.dense", "classifier.out_proj", ClassificationHead::kTanh};
     case Architecture::kDistilBert:
       return {"pre_classifier", "classifier", Activation::kRelu};
+    case Architecture::kBigBird:
+      // BigBirdClassificationHead: RoBERTa's names, the config's hidden_act.
+      return {"classifier.dense", "classifier.out_proj", config.activation};
     case Architecture::kModernBert:
       // ModernBertPredictionHead (dense, activation, norm), then the
       // classifier; the activation is the config's classifier_activation.
@@ -67,7 +70,7 @@ absl::StatusOr<std::unique_ptr<ClassificationHead>> ClassificationHead::Load(
   absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = Checkpoint::Open(model_dir);
   if (!checkpoint.ok()) return InHead(checkpoint.status(), model_dir);
 
-  const HeadScheme names = SchemeFor(config.architecture);
+  const HeadScheme names = SchemeFor(config);
   const int64_t h = config.hidden_size;
   const int64_t n = static_cast<int64_t>(config.id2label.size());
   auto read = [&](const std::string& name, const std::vector<int64_t>& shape,

@@ -1,5 +1,6 @@
-// Maps the Hugging Face tensor names of BERT, RoBERTa, DistilBERT and
-// Longformer onto EncoderWeights.
+// Maps the Hugging Face tensor names of BERT, RoBERTa, DistilBERT,
+// Longformer, ModernBERT and BigBird onto EncoderWeights.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,13 @@ absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
   EncoderWeights w;
   ASSIGN_OR_RETURN(w.word_embeddings,
                    reader.Get("embeddings.word_embeddings.weight", {config.vocab_size, h}));
+  if (config.bigbird.has_value() && config.bigbird->rescale_embeddings) {
+    // BigBirdEmbeddings scales the looked-up rows; the table serves no one
+    // else (no LM head), so it is scaled once here.
+    w.word_embeddings.mul_(std::sqrt(static_cast<double>(h)));
+  }
+  // BigBird's use_bias false: query, key and value without biases.
+  const bool qkv_bias = !config.bigbird.has_value() || config.bigbird->use_bias;
   ASSIGN_OR_RETURN(w.position_embeddings, reader.Get("embeddings.position_embeddings.weight",
                                                      {config.max_position_embeddings, h}));
   if (config.type_vocab_size > 0) {
@@ -167,7 +175,10 @@ absl::StatusOr<EncoderWeights> LoadEncoderWeights(const std::string& model_dir,
     std::vector<at::Tensor> qkv_w, qkv_b;
     for (const std::string* proj : {&names.query, &names.key, &names.value}) {
       ASSIGN_OR_RETURN(at::Tensor weight, reader.Get(p + *proj + ".weight", {h, h}));
-      ASSIGN_OR_RETURN(at::Tensor bias, reader.Get(p + *proj + ".bias", {h}));
+      at::Tensor bias = at::zeros({h}, at::kFloat);
+      if (qkv_bias) {
+        ASSIGN_OR_RETURN(bias, reader.Get(p + *proj + ".bias", {h}));
+      }
       qkv_w.push_back(weight);
       qkv_b.push_back(bias);
     }

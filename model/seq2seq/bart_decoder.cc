@@ -44,25 +44,31 @@ absl::StatusOr<BartDecoderWeights> LoadBartDecoderWeights(const Checkpoint& chec
     ASSIGN_OR_RETURN(w.embedding_norm_bias, get("decoder.layernorm_embedding.bias", {h}));
   }
   if (config.pre_layer_norm()) {
-    ASSIGN_OR_RETURN(w.final_norm_weight, get("decoder.layer_norm.weight", {h}));
-    ASSIGN_OR_RETURN(w.final_norm_bias, get("decoder.layer_norm.bias", {h}));
+    const std::string norm = "decoder." + config.final_norm_name();
+    ASSIGN_OR_RETURN(w.final_norm_weight, get(norm + ".weight", {h}));
+    ASSIGN_OR_RETURN(w.final_norm_bias, get(norm + ".bias", {h}));
   }
+  // A cross-attention bias, or zeros where the config's projections have none.
+  const auto bias = [&](const std::string& name) {
+    return ReadBiasOrZeros(checkpoint, prefix + name, h, config.attention_bias);
+  };
   for (int i = 0; i < config.decoder_layers; ++i) {
     const std::string p = absl::StrCat("decoder.layers.", i, ".");
     BartDecoderLayerWeights layer;
     ASSIGN_OR_RETURN(layer.self,
-                     ReadBartLayerWeights(checkpoint, prefix + p, h, config.decoder_ffn_size));
+                     ReadBartLayerWeights(checkpoint, prefix + p, h, config.decoder_ffn_size,
+                                          SelfAttentionNames::kBart, config.attention_bias));
     BartCrossAttentionWeights& cross = layer.cross;
     ASSIGN_OR_RETURN(cross.q_weight, get(p + "encoder_attn.q_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(cross.q_bias, get(p + "encoder_attn.q_proj.bias", {h}));
+    ASSIGN_OR_RETURN(cross.q_bias, bias(p + "encoder_attn.q_proj.bias"));
     ASSIGN_OR_RETURN(at::Tensor k_weight, get(p + "encoder_attn.k_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(at::Tensor k_bias, get(p + "encoder_attn.k_proj.bias", {h}));
+    ASSIGN_OR_RETURN(at::Tensor k_bias, bias(p + "encoder_attn.k_proj.bias"));
     ASSIGN_OR_RETURN(at::Tensor v_weight, get(p + "encoder_attn.v_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(at::Tensor v_bias, get(p + "encoder_attn.v_proj.bias", {h}));
+    ASSIGN_OR_RETURN(at::Tensor v_bias, bias(p + "encoder_attn.v_proj.bias"));
     cross.kv_weight = at::cat({k_weight, v_weight}, 0);
     cross.kv_bias = at::cat({k_bias, v_bias}, 0);
     ASSIGN_OR_RETURN(cross.out_weight, get(p + "encoder_attn.out_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(cross.out_bias, get(p + "encoder_attn.out_proj.bias", {h}));
+    ASSIGN_OR_RETURN(cross.out_bias, bias(p + "encoder_attn.out_proj.bias"));
     ASSIGN_OR_RETURN(cross.norm_weight, get(p + "encoder_attn_layer_norm.weight", {h}));
     ASSIGN_OR_RETURN(cross.norm_bias, get(p + "encoder_attn_layer_norm.bias", {h}));
     w.layers.push_back(std::move(layer));

@@ -31,7 +31,8 @@ bool AllAbandoned(const std::function<bool(size_t)>& abandoned, size_t rows) {
 
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoint,
                                                       const std::string& p, int64_t h, int64_t ffn,
-                                                      SelfAttentionNames names) {
+                                                      SelfAttentionNames names,
+                                                      bool attention_bias) {
   const auto get = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return ReadFloatTensor(checkpoint, p + name, shape);
   };
@@ -41,7 +42,9 @@ absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoi
     std::vector<at::Tensor> weights, biases;
     for (const char* proj : projs) {
       ASSIGN_OR_RETURN(at::Tensor w, get(absl::StrCat(attention, proj, ".weight"), {h, h}));
-      ASSIGN_OR_RETURN(at::Tensor b, get(absl::StrCat(attention, proj, ".bias"), {h}));
+      ASSIGN_OR_RETURN(at::Tensor b,
+                       ReadBiasOrZeros(checkpoint, absl::StrCat(p, attention, proj, ".bias"), h,
+                                       attention_bias));
       weights.push_back(w);
       biases.push_back(b);
     }
@@ -57,12 +60,20 @@ absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoi
     RETURN_IF_ERROR(fused(attention, {"query_global", "key_global", "value_global"},
                           &layer.global_qkv_weight, &layer.global_qkv_bias));
     ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.output.weight", {h, h}));
-    ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.output.bias", {h}));
+    ASSIGN_OR_RETURN(layer.out_bias,
+                     ReadBiasOrZeros(checkpoint, p + "self_attn.output.bias", h, attention_bias));
+  } else if (names == SelfAttentionNames::kBigBird) {
+    RETURN_IF_ERROR(
+        fused("self_attn.self.", {"query", "key", "value"}, &layer.qkv_weight, &layer.qkv_bias));
+    ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.output.weight", {h, h}));
+    ASSIGN_OR_RETURN(layer.out_bias,
+                     ReadBiasOrZeros(checkpoint, p + "self_attn.output.bias", h, attention_bias));
   } else {
     RETURN_IF_ERROR(
         fused("self_attn.", {"q_proj", "k_proj", "v_proj"}, &layer.qkv_weight, &layer.qkv_bias));
     ASSIGN_OR_RETURN(layer.out_weight, get("self_attn.out_proj.weight", {h, h}));
-    ASSIGN_OR_RETURN(layer.out_bias, get("self_attn.out_proj.bias", {h}));
+    ASSIGN_OR_RETURN(layer.out_bias,
+                     ReadBiasOrZeros(checkpoint, p + "self_attn.out_proj.bias", h, attention_bias));
   }
   ASSIGN_OR_RETURN(layer.attention_norm_weight, get("self_attn_layer_norm.weight", {h}));
   ASSIGN_OR_RETURN(layer.attention_norm_bias, get("self_attn_layer_norm.bias", {h}));
@@ -73,6 +84,19 @@ absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(const Checkpoint& checkpoi
   ASSIGN_OR_RETURN(layer.final_norm_weight, get("final_layer_norm.weight", {h}));
   ASSIGN_OR_RETURN(layer.final_norm_bias, get("final_layer_norm.bias", {h}));
   return layer;
+}
+
+SelfAttentionNames EncoderSelfAttentionNames(const BartConfig& config) {
+  switch (config.architecture) {
+    case Seq2SeqArchitecture::kLed:
+      return SelfAttentionNames::kLongformer;
+    case Seq2SeqArchitecture::kBigBirdPegasus:
+      return SelfAttentionNames::kBigBird;
+    case Seq2SeqArchitecture::kBart:
+    case Seq2SeqArchitecture::kPegasus:
+      return SelfAttentionNames::kBart;
+  }
+  return SelfAttentionNames::kBart;
 }
 
 absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& model_dir,
@@ -96,8 +120,9 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
     ASSIGN_OR_RETURN(w.embedding_norm_bias, get("encoder.layernorm_embedding.bias", {h}));
   }
   if (config.pre_layer_norm()) {
-    ASSIGN_OR_RETURN(w.final_norm_weight, get("encoder.layer_norm.weight", {h}));
-    ASSIGN_OR_RETURN(w.final_norm_bias, get("encoder.layer_norm.bias", {h}));
+    const std::string norm = "encoder." + config.final_norm_name();
+    ASSIGN_OR_RETURN(w.final_norm_weight, get(norm + ".weight", {h}));
+    ASSIGN_OR_RETURN(w.final_norm_bias, get(norm + ".bias", {h}));
   }
   if (config.lsg.has_value()) {
     // The reference allocates 512 rows whatever num_global_tokens is.
@@ -107,10 +132,8 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
     ASSIGN_OR_RETURN(
         BartLayerWeights layer,
         ReadBartLayerWeights(checkpoint, absl::StrCat(prefix, "encoder.layers.", i, "."), h,
-                             config.intermediate_size,
-                             config.architecture == Seq2SeqArchitecture::kLed
-                                 ? SelfAttentionNames::kLongformer
-                                 : SelfAttentionNames::kBart));
+                             config.intermediate_size, EncoderSelfAttentionNames(config),
+                             config.attention_bias));
     w.layers.push_back(std::move(layer));
   }
   return w;

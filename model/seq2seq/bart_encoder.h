@@ -38,17 +38,22 @@ struct BartLayerWeights {
 };
 
 // Where a layer keeps its self-attention: BART's q_proj, k_proj, v_proj
-// and out_proj under self_attn, or LED's encoder layers' Longformer
-// attention (self_attn.longformer_self_attn.{query,key,value} and their
-// _global twins, self_attn.output).
-enum class SelfAttentionNames { kBart, kLongformer };
+// and out_proj under self_attn, LED's encoder layers' Longformer attention
+// (self_attn.longformer_self_attn.{query,key,value} and their _global
+// twins, self_attn.output), or BigBird-Pegasus' encoder layers'
+// (self_attn.self.{query,key,value}, self_attn.output).
+enum class SelfAttentionNames { kBart, kLongformer, kBigBird };
 
 // Reads the self-attention, fc1, fc2 and the two norms of one layer
 // (encoder layer, or the self-attention/FFN half of a decoder layer) under
-// `layer_prefix`.
+// `layer_prefix`. Without `attention_bias` the attention projections have
+// no biases in the checkpoint (zeros here).
 absl::StatusOr<BartLayerWeights> ReadBartLayerWeights(
     const Checkpoint& checkpoint, const std::string& layer_prefix, int64_t h, int64_t ffn,
-    SelfAttentionNames names = SelfAttentionNames::kBart);
+    SelfAttentionNames names = SelfAttentionNames::kBart, bool attention_bias = true);
+
+// The names of an encoder layer's self-attention in `config`'s checkpoints.
+SelfAttentionNames EncoderSelfAttentionNames(const BartConfig& config);
 
 struct BartEncoderWeights {
   at::Tensor token_embeddings;  // [vocab, h]: shared / encoder.embed_tokens

@@ -2,8 +2,9 @@
 // attention as the server serves it (tests/model/encoder/served_checkpoint.h
 // on the device): the tiny Longformer (window and global rows from their own
 // projections, through our CUDA block-sparse executor and LibTorch on the
-// device) and ModernBERT (rotary positions, GeGLU, its sliding and full
-// layers) against transformers' outputs, fp32 within 1e-4 as on the CPU.
+// device), ModernBERT (rotary positions, GeGLU, its sliding and full
+// layers) and BigBird (its blocks, block 0's copies gathered on the device)
+// against transformers' outputs, fp32 within 1e-4 as on the CPU.
 // Built only with a CUDA LibTorch (scripts/build --cuda); skips without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ namespace {
 using testing::FixturePath;
 
 // Every case of the fixture's expected.json; Longformer's cases carry their
-// global tokens and window as request knobs.
+// global tokens and window as request knobs, BigBird's their knobs.
 void ExpectCasesMatchTransformers(const std::string& fixture) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const std::string dir = FixturePath(fixture);
@@ -39,6 +40,13 @@ void ExpectCasesMatchTransformers(const std::string& fixture) {
       ItemAttentionOptions options;
       options.knobs = {{"global_tokens", c["global_tokens"].get<double>()},
                        {"window", c["window"].get<double>()}};
+      batch.attention_options.assign(batch.sequences.size(), options);
+    }
+    if (c.contains("knobs")) {
+      ItemAttentionOptions options;
+      for (const auto& [name, value] : c["knobs"].items()) {
+        options.knobs[name] = value.get<double>();
+      }
       batch.attention_options.assign(batch.sequences.size(), options);
     }
     const auto lengths = c["lengths"].get<std::vector<int64_t>>();
@@ -61,6 +69,10 @@ TEST(NativeCheckpointDeviceTest, LongformerMatchesTransformersOnTheDevice) {
 
 TEST(NativeCheckpointDeviceTest, ModernBertMatchesTransformersOnTheDevice) {
   ExpectCasesMatchTransformers("modernbert/model");
+}
+
+TEST(NativeCheckpointDeviceTest, BigBirdMatchesTransformersOnTheDevice) {
+  ExpectCasesMatchTransformers("bigbird/model");
 }
 
 }  // namespace

@@ -331,7 +331,8 @@ KNOBS = {
     "lsg": ["block_size", "num_global_tokens", "sparse_block_size", "sparsity_factor"],
     "sbm": ["edge_regularization", "target_density"],
     "longformer": ["dilated_heads", "dilation", "global_tokens", "window"],
-    "bigbird": ["block_size", "global_blocks", "random_blocks", "window_blocks"],
+    "bigbird": ["block_size", "dense_up_to", "global_blocks", "last_block_global",
+                "random_at_first_block", "random_blocks", "window_blocks"],
     "sparse_transformer": ["fixed_heads", "stride", "summary"],
     "star": ["radius", "relay_tokens"],
 }
@@ -388,6 +389,11 @@ def budget_seeds():
                                           configured=[("block_size", 32)],
                                           request=[("random_blocks", 2)], cap=(2, 0.01),
                                           lengths=(2000, 1)),
+        # transformers' layout, as a BigBird checkpoint's native plan has it.
+        "bigbird_transformers_layout": budget_seed(
+            "bigbird", configured=[("last_block_global", 1), ("random_at_first_block", 1),
+                                   ("dense_up_to", 704)],
+            request=[("random_blocks", 1)], cap=(1, 0.05), lengths=(4096, 700)),
         "sparse_transformer_nan": budget_seed("sparse_transformer", 2,
                                               request=[("stride", 64), ("summary", 8)],
                                               cap=(1, float("nan")), lengths=(1024, 0)),

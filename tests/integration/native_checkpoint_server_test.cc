@@ -1,12 +1,14 @@
 // Long-document checkpoints served as they are (issue 17): one repository
-// holds the tiny Longformer (LongformerModel, LongformerForSequenceClassification)
-// and ModernBERT (ModernBertModel, ModernBertForSequenceClassification)
-// fixtures of tests/fixtures/{longformer,modernbert}, with the byte-level BPE
+// holds the tiny Longformer (LongformerModel, LongformerForSequenceClassification),
+// ModernBERT (ModernBertModel, ModernBertForSequenceClassification) and
+// BigBird (BigBirdModel, BigBirdForSequenceClassification) fixtures of
+// tests/fixtures/{longformer,modernbert,bigbird}, with the byte-level BPE
 // tokenizer their vocabulary was made for. The server embeds and classifies
 // with each checkpoint's own attention as the native plan (Longformer's
-// window and global rows; ModernBERT's sliding window and full layers), a
-// request's knobs and budget move it, the cost report prices it, and the
-// outputs are transformers'. LED is served in summarize_server_test.cc.
+// window and global rows; ModernBERT's sliding window and full layers;
+// BigBird's blocks as transformers runs them), a request's knobs and budget
+// move it, the cost report prices it, and the outputs are transformers'.
+// LED and BigBird-Pegasus are served in summarize_server_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ namespace fs = std::filesystem;
 
 constexpr double kTolerance = 1e-4;
 
-// Four model folders: each fixture's config and weights, the BPE tokenizer
+// Six model folders: each fixture's config and weights, the BPE tokenizer
 // and a docsparse.json (fp32: compared with HF at 1e-4).
 fs::path NativeCheckpointRepository() {
   const fs::path dir =
@@ -43,7 +45,9 @@ fs::path NativeCheckpointRepository() {
            {"longformer", "longformer/model", embed},
            {"longformer-classifier", "longformer/classifier", classify},
            {"modernbert", "modernbert/model", embed},
-           {"modernbert-classifier", "modernbert/classifier", classify}}) {
+           {"modernbert-classifier", "modernbert/classifier", classify},
+           {"bigbird", "bigbird/model", embed},
+           {"bigbird-classifier", "bigbird/classifier", classify}}) {
     const fs::path model = dir / name;
     fs::create_directories(model);
     for (const char* file : {"config.json", "model.safetensors"}) {
@@ -94,6 +98,25 @@ double LongformerDensity(int64_t n, int64_t g, int64_t w) {
   int64_t pairs = 0;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) pairs += (i < g || j < g || std::abs(i - j) <= w / 2);
+  }
+  return static_cast<double>(pairs) / static_cast<double>(n * n);
+}
+
+// Pairs BigBird's native plan computes for n tokens in blocks of b with r
+// random blocks, as transformers at inference (bigbird_pattern.h): the first
+// and last blocks global, a window of 3 blocks, block 0 once more per random
+// block on the other rows; full attention up to (5 + 2r)·b tokens. Over n².
+double BigBirdDensity(int64_t n, int64_t b, int64_t r) {
+  if (n <= (5 + 2 * r) * b) return 1.0;
+  const int64_t blocks = (n + b - 1) / b;
+  const auto global = [&](int64_t block) { return block == 0 || block == blocks - 1; };
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t qb = i / b, kb = j / b;
+      pairs += (global(qb) || global(kb) || std::abs(qb - kb) <= 1) ? 1 : 0;
+      if (!global(qb) && kb == 0) pairs += r;
+    }
   }
   return static_cast<double>(pairs) / static_cast<double>(n * n);
 }
@@ -152,13 +175,26 @@ DocsparseClient* NativeCheckpointServerTest::client_ = nullptr;
 TEST_F(NativeCheckpointServerTest, ListsEachCheckpointsOwnPatternAsNativeWithItsKnobs) {
   auto models = client_->ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  ASSERT_EQ(models->models_size(), 4);
+  ASSERT_EQ(models->models_size(), 6);
   for (const v1::ModelInfo& model : models->models()) {
+    SCOPED_TRACE(model.name());
+    if (model.name().rfind("bigbird", 0) == 0) {
+      EXPECT_EQ(model.architecture(), "big_bird");
+      EXPECT_EQ(model.attention(), v1::ATTENTION_KIND_BIGBIRD);
+      const bool classifier = model.name() == "bigbird-classifier";
+      for (const v1::PlannerInfo& planner : model.planners()) {
+        if (planner.attention() != model.attention()) continue;
+        EXPECT_EQ(planner.knobs().at("block_size").native(), classifier ? 4 : 8);
+        EXPECT_EQ(planner.knobs().at("random_blocks").native(), 2);
+        EXPECT_EQ(planner.knobs().at("last_block_global").native(), 1);
+        EXPECT_EQ(planner.knobs().at("random_at_first_block").native(), 1);
+      }
+      continue;
+    }
     const bool longformer = model.name().rfind("longformer", 0) == 0;
     EXPECT_EQ(model.architecture(), longformer ? "longformer" : "modernbert");
     EXPECT_EQ(model.attention(),
-              longformer ? v1::ATTENTION_KIND_LONGFORMER : v1::ATTENTION_KIND_MODERNBERT)
-        << model.name();
+              longformer ? v1::ATTENTION_KIND_LONGFORMER : v1::ATTENTION_KIND_MODERNBERT);
     for (const v1::PlannerInfo& planner : model.planners()) {
       if (planner.attention() != model.attention()) continue;
       EXPECT_EQ(planner.knobs().at("window").native(), 8);
@@ -288,6 +324,70 @@ TEST_F(NativeCheckpointServerTest, ClassifiesAsTransformersWithTheMeanPooledHead
     auto response = client_->Classify(request);
     ASSERT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response->cost().attention(), v1::ATTENTION_KIND_MODERNBERT);
+    ExpectHeadScoresOf(*response, c, row);
+  }
+}
+
+TEST_F(NativeCheckpointServerTest, EmbedsAsTransformersWithBigBirdsBlocks) {
+  for (const auto& [name, row] : std::vector<std::pair<std::string, size_t>>{
+           {"odd", 0}, {"short_dense", 0}, {"just_above", 0}, {"padded_batch", 3}}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json c = Case("bigbird/model", name);
+    const int64_t n = c["lengths"][row].get<int64_t>();
+    v1::EmbedRequest request;
+    request.set_model("bigbird");
+    *request.mutable_document() = Unframed(c, row);
+    auto response = client_->Embed(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    ExpectEmbeddingOf(*response, c, row);
+    const v1::CostReport& cost = response->cost();
+    EXPECT_EQ(cost.attention(), v1::ATTENTION_KIND_BIGBIRD);
+    EXPECT_EQ(cost.knobs().values().at("block_size"), 8);
+    EXPECT_EQ(cost.knobs().values().at("random_blocks"), 2);
+    // The copies of block 0 are computed, so they are priced.
+    EXPECT_NEAR(cost.mean_density(), BigBirdDensity(n, 8, 2), 1e-9);
+    EXPECT_GT(cost.attention_flops(), 0);
+  }
+}
+
+TEST_F(NativeCheckpointServerTest, FewerRandomBlocksAsTransformersAndUnderACap) {
+  const nlohmann::json c = Case("bigbird/model", "fewer_random");
+  ASSERT_EQ(c["knobs"]["random_blocks"], 1);
+  const int64_t n = c["lengths"][0].get<int64_t>();
+  v1::EmbedRequest request;
+  request.set_model("bigbird");
+  *request.mutable_document() = Unframed(c, 0);
+  for (const auto& [knob, value] : c["knobs"].items()) {
+    (*request.mutable_budget()->mutable_knobs())[knob] = value.get<double>();
+  }
+  auto response = client_->Embed(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ExpectEmbeddingOf(*response, c, 0);
+  EXPECT_NEAR(response->cost().mean_density(), BigBirdDensity(n, 8, 1), 1e-9);
+  // A density cap between one and two random blocks: the lattice drops to
+  // one (or fewer) and meets it.
+  v1::EmbedRequest capped_request;
+  capped_request.set_model("bigbird");
+  *capped_request.mutable_document() = Unframed(c, 0);
+  const double cap = 0.5 * (BigBirdDensity(n, 8, 1) + BigBirdDensity(n, 8, 2));
+  capped_request.mutable_budget()->set_max_density(cap);
+  auto capped = client_->Embed(capped_request);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_TRUE(capped->cost().budget_met());
+  EXPECT_LE(capped->cost().mean_density(), cap);
+  EXPECT_LE(capped->cost().knobs().values().at("random_blocks"), 1);
+}
+
+TEST_F(NativeCheckpointServerTest, ClassifiesAsTransformersWithBigBirdsHead) {
+  const nlohmann::json c = Case("bigbird/classifier", "padded_batch");
+  for (size_t row = 0; row < c["lengths"].size(); ++row) {
+    SCOPED_TRACE(row);
+    v1::ClassifyRequest request;
+    request.set_model("bigbird-classifier");
+    *request.mutable_document() = Unframed(c, row);
+    auto response = client_->Classify(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->cost().attention(), v1::ATTENTION_KIND_BIGBIRD);
     ExpectHeadScoresOf(*response, c, row);
   }
 }

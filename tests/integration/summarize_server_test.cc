@@ -64,7 +64,8 @@ class SummarizeServerTest : public ::testing::Test {
                                                           {"pegasus", "pegasus"},
                                                           {"lsg-bart", "lsg_bart"},
                                                           {"lsg-pegasus", "lsg_pegasus"},
-                                                          {"led", "led"}}) {
+                                                          {"led", "led"},
+                                                          {"bigbird-pegasus", "bigbird_pegasus"}}) {
       const fs::path dir = repository / name;
       fs::create_directories(dir);
       for (const auto& entry : fs::directory_iterator(testing::FixturePath("seq2seq/" + fixture))) {
@@ -142,6 +143,10 @@ TEST_F(SummarizeServerTest, ListModelsReportsTheSummarizers) {
   EXPECT_EQ(by_name["led"].architecture(), "led");
   EXPECT_EQ(by_name["led"].attention(), v1::ATTENTION_KIND_LONGFORMER);
   EXPECT_EQ(by_name["led"].max_position_tokens(), 256);
+  // BigBird-Pegasus: its encoder's blocks as transformers runs them.
+  EXPECT_EQ(by_name["bigbird-pegasus"].architecture(), "bigbird_pegasus");
+  EXPECT_EQ(by_name["bigbird-pegasus"].attention(), v1::ATTENTION_KIND_BIGBIRD);
+  EXPECT_EQ(by_name["bigbird-pegasus"].max_position_tokens(), 256);
 }
 
 // What the server generates for the fixtures' inputs (sent as token ids) is
@@ -149,8 +154,10 @@ TEST_F(SummarizeServerTest, ListModelsReportsTheSummarizers) {
 // the three inputs sent at once share a batch and still each get HF's
 // single-input answer.
 TEST_F(SummarizeServerTest, MatchesTransformersGenerate) {
-  for (const char* fixture : {"bart", "pegasus", "led"}) {
+  for (const char* fixture : {"bart", "pegasus", "led", "bigbird_pegasus"}) {
     SCOPED_TRACE(fixture);
+    const std::string model =
+        fixture == std::string("bigbird_pegasus") ? "bigbird-pegasus" : fixture;
     const nlohmann::json cases = nlohmann::json::parse(
         testing::ReadFile(testing::FixturePath(std::string("seq2seq/") + fixture + "/cases.json")));
     const bool has_bos = !cases["special_tokens"]["bos_in_input"].is_null();
@@ -171,7 +178,7 @@ TEST_F(SummarizeServerTest, MatchesTransformersGenerate) {
         ids.pop_back();
         if (has_bos) ids.erase(ids.begin());
         v1::SummarizeRequest request;
-        request.set_model(fixture);
+        request.set_model(model);
         for (int32_t id : ids) request.mutable_document()->mutable_token_ids()->add_ids(id);
         v1::GenerationParams* generation = request.mutable_generation();
         generation->set_num_beams(params["num_beams"]);
@@ -235,10 +242,52 @@ TEST_F(SummarizeServerTest, LedReportsItsLongformerEncodersCost) {
   EXPECT_NEAR(narrow->cost().mean_density(), density(4), 1e-9);
 }
 
+// BigBird-Pegasus' encoder runs BigBird's blocks (4 tokens, 2 random blocks:
+// full attention up to 36 tokens) and the cost report prices the pairs
+// computed, block 0's copies included; a request's knobs move the random
+// blocks.
+TEST_F(SummarizeServerTest, BigBirdPegasusReportsItsBlockSparseEncodersCost) {
+  const nlohmann::json cases = nlohmann::json::parse(
+      testing::ReadFile(testing::FixturePath("seq2seq/bigbird_pegasus/cases.json")));
+  std::vector<int32_t> ids = cases["inputs"][2]["input_ids"].get<std::vector<int32_t>>();
+  const int64_t n = static_cast<int64_t>(ids.size());
+  ids.pop_back();  // </s>: the server frames the document
+  // Pairs over n² as bigbird_pattern.h defines transformers' layout.
+  const auto density = [n](int64_t b, int64_t r) {
+    const int64_t blocks = (n + b - 1) / b;
+    const auto global = [&](int64_t block) { return block == 0 || block == blocks - 1; };
+    int64_t pairs = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t qb = i / b, kb = j / b;
+        pairs += (global(qb) || global(kb) || std::abs(qb - kb) <= 1) ? 1 : 0;
+        if (!global(qb) && kb == 0) pairs += r;
+      }
+    }
+    return static_cast<double>(pairs) / static_cast<double>(n * n);
+  };
+  v1::SummarizeRequest request;
+  request.set_model("bigbird-pegasus");
+  for (int32_t id : ids) request.mutable_document()->mutable_token_ids()->add_ids(id);
+  request.mutable_generation()->set_max_length(8);
+  auto native = client_->Summarize(request, absl::Seconds(60));
+  ASSERT_TRUE(native.ok()) << native.status();
+  EXPECT_EQ(native->cost().attention(), v1::ATTENTION_KIND_BIGBIRD);
+  EXPECT_EQ(native->cost().knobs().values().at("block_size"), 4);
+  EXPECT_EQ(native->cost().knobs().values().at("random_blocks"), 2);
+  EXPECT_NEAR(native->cost().mean_density(), density(4, 2), 1e-9);
+  (*request.mutable_budget()->mutable_knobs())["random_blocks"] = 0;
+  auto fewer = client_->Summarize(request, absl::Seconds(60));
+  ASSERT_TRUE(fewer.ok()) << fewer.status();
+  EXPECT_EQ(fewer->cost().knobs().values().at("random_blocks"), 0);
+  EXPECT_NEAR(fewer->cost().mean_density(), density(4, 0), 1e-9);
+}
+
 // The chunks' texts concatenated are the unary summary, byte for byte:
 // greedy streams a chunk per token, beam search one chunk at the end.
 TEST_F(SummarizeServerTest, StreamedChunksAddUpToTheUnarySummary) {
-  for (const char* model : {"bart", "pegasus", "lsg-bart", "lsg-pegasus", "led"}) {
+  for (const char* model :
+       {"bart", "pegasus", "lsg-bart", "lsg-pegasus", "led", "bigbird-pegasus"}) {
     for (int beams : {1, 4}) {
       SCOPED_TRACE(std::string(model) + " beams " + std::to_string(beams));
       // The LED fixture's decoder has 64 positions.

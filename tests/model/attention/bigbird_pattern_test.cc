@@ -1,6 +1,8 @@
 // BigBird, two ways. The plan: for random knobs and lengths it is well formed
 // and its dense mask equals the definition (global, window and the random
-// blocks BigBirdRandomBlocks names), written out here as a double loop; it
+// blocks BigBirdRandomBlocks names), written out here as a double loop, also
+// in transformers' layout (last block global, random blocks as copies of
+// block 0 counted 1 + r times, full attention up to a length); it
 // stays O(blocks · heads) spans. The random blocks: distinct, ascending,
 // drawn only from the candidates, as many as asked (or as there are), a pure
 // function of the inputs, sensitive to each input, and uniform (chi-square at
@@ -31,8 +33,9 @@ int NumBlocks(const BigBirdKnobs& knobs, int length) {
 // the window.
 std::vector<int> Candidates(const BigBirdKnobs& knobs, int num_blocks, int query_block) {
   std::vector<int> candidates;
+  const bool last_global = knobs.last_block_global && num_blocks > knobs.global_blocks;
   for (int block = 0; block < num_blocks; ++block) {
-    if (block >= knobs.global_blocks &&
+    if (block >= knobs.global_blocks && !(last_global && block == num_blocks - 1) &&
         std::abs(block - query_block) > (knobs.window_blocks - 1) / 2) {
       candidates.push_back(block);
     }
@@ -43,8 +46,9 @@ std::vector<int> Candidates(const BigBirdKnobs& knobs, int num_blocks, int query
 std::string Describe(const BigBirdKnobs& knobs, int length, int heads) {
   std::ostringstream out;
   out << "block " << knobs.block_size << " window " << knobs.window_blocks << " global "
-      << knobs.global_blocks << " random " << knobs.random_blocks << " length " << length
-      << " heads " << heads;
+      << knobs.global_blocks << " random " << knobs.random_blocks << " last global "
+      << knobs.last_block_global << " at first block " << knobs.random_at_first_block
+      << " dense up to " << knobs.dense_up_to << " length " << length << " heads " << heads;
   return out.str();
 }
 
@@ -54,21 +58,39 @@ void ExpectMatchesDefinition(const BigBirdKnobs& knobs, int length, int heads, u
   // random[head][query block][key block]
   std::vector<std::vector<std::vector<bool>>> random(
       heads, std::vector<std::vector<bool>>(num_blocks, std::vector<bool>(num_blocks, false)));
-  for (int head = 0; head < heads; ++head) {
-    for (int qb = 0; qb < num_blocks; ++qb) {
-      for (int kb : BigBirdRandomBlocks(knobs, num_blocks, seed, layer, head, qb)) {
-        random[head][qb][kb] = true;
+  if (!knobs.random_at_first_block) {
+    for (int head = 0; head < heads; ++head) {
+      for (int qb = 0; qb < num_blocks; ++qb) {
+        for (int kb : BigBirdRandomBlocks(knobs, num_blocks, seed, layer, head, qb)) {
+          random[head][qb][kb] = true;
+        }
       }
     }
   }
-  auto allows = [&](int head, int i, int j) {
+  const bool dense = length <= knobs.dense_up_to;
+  auto global = [&](int block) {
+    return dense || block < knobs.global_blocks ||
+           (knobs.last_block_global && block == num_blocks - 1);
+  };
+  // How many times query i computes token j: once where the pattern allows
+  // it, and r more times for block 0's copies on a non-global row.
+  auto times = [&](int head, int i, int j) {
     const int qb = i / b, kb = j / b;
-    return qb < knobs.global_blocks || kb < knobs.global_blocks ||
-           std::abs(kb - qb) <= (knobs.window_blocks - 1) / 2 || random[head][qb][kb];
+    const bool allowed = global(qb) || global(kb) ||
+                         std::abs(kb - qb) <= (knobs.window_blocks - 1) / 2 || random[head][qb][kb];
+    const int copies =
+        knobs.random_at_first_block && !global(qb) && kb == 0 ? knobs.random_blocks : 0;
+    return (allowed ? 1 : 0) + copies;
   };
   const PatternPlan plan = PlanBigBird(knobs, length, heads, seed, layer);
-  EXPECT_TRUE(plan.key_gather.empty());
-  EXPECT_EQ(testing::PlanMismatch(plan, allows), "") << Describe(knobs, length, heads);
+  if (!knobs.random_at_first_block) {
+    EXPECT_TRUE(plan.key_gather.empty());
+    EXPECT_EQ(testing::PlanMismatch(plan, [&](int h, int i, int j) { return times(h, i, j) > 0; }),
+              "")
+        << Describe(knobs, length, heads);
+  } else {
+    EXPECT_EQ(testing::PlanCountMismatch(plan, times), "") << Describe(knobs, length, heads);
+  }
 }
 
 TEST(BigBirdPatternTest, MatchesDefinitionOnRandomConfigs) {
@@ -82,6 +104,9 @@ TEST(BigBirdPatternTest, MatchesDefinitionOnRandomConfigs) {
     knobs.window_blocks = 2 * uniform(0, trial % 4 == 0 ? 12 : 3) + 1;
     knobs.global_blocks = uniform(0, 5) == 0 ? uniform(0, 12) : uniform(0, 2);
     knobs.random_blocks = uniform(0, 5) == 0 ? uniform(0, 60) : uniform(0, 4);
+    knobs.last_block_global = trial % 2 == 1;
+    knobs.random_at_first_block = trial % 4 == 3 && knobs.random_blocks < 20;
+    knobs.dense_up_to = trial % 7 == 0 ? uniform(0, 100) : 0;
     ExpectMatchesDefinition(knobs, length, heads, rng(), uniform(0, 23));
   }
 }
@@ -97,6 +122,38 @@ TEST(BigBirdPatternTest, MatchesDefinitionOnEdgeConfigs) {
         }
       }
     }
+  }
+}
+
+// transformers' layout, as a BigBird checkpoint's native plan sets it: 64-
+// token blocks, 3 random blocks, full attention up to (5 + 2·3)·64 tokens.
+TEST(BigBirdPatternTest, MatchesTransformersLayout) {
+  BigBirdKnobs knobs{64, 3, 1, 3, true, true, 704};
+  for (int length : {0, 1, 64, 704, 705, 768, 1000, 4096}) {
+    ExpectMatchesDefinition(knobs, length, 2, 0, 0);
+  }
+  // Small blocks and odd lengths, where the first and last blocks, the
+  // window and the partial last block meet.
+  for (int block_size : {1, 2, 3, 8}) {
+    for (int length = 0; length <= 70; length += 3) {
+      for (int random : {0, 1, 2}) {
+        knobs = {block_size, 3, 1, random, true, true, (5 + 2 * random) * block_size};
+        ExpectMatchesDefinition(knobs, length, 2, 0, 0);
+        knobs.dense_up_to = 0;
+        ExpectMatchesDefinition(knobs, length, 2, 0, 0);
+      }
+    }
+  }
+}
+
+TEST(BigBirdPatternTest, FirstBlockCopiesAreOneSpan) {
+  // 16 blocks of 64: every non-global block reads the 3 copies of block 0
+  // (192 gathered keys) as one span after the tokens.
+  const PatternPlan plan = PlanBigBird({64, 3, 1, 3, true, true, 0}, 1024, 1, 0, 0);
+  ASSERT_EQ(plan.key_gather.size(), 192u);
+  for (int32_t block = 1; block < 15; ++block) {
+    const KeySpan last = plan.spans[plan.span_offsets[block + 1] - 1];
+    EXPECT_EQ(last.begin + last.length, 1024 + 192) << block;
   }
 }
 

@@ -18,14 +18,20 @@ namespace docsparse::testing {
 struct PatternMask {
   int32_t length = 0;
   int32_t heads = 0;
-  std::vector<uint8_t> allowed;  // [heads][length][length], 1 where (query, token) is computed
-  std::vector<int64_t> edges;    // [heads]: the 1s of each head's mask
+  // [heads][length][length]: how many times (query, token) is computed, 0
+  // where it is not (more than 1 only for a plan that repeats keys on
+  // purpose, ExpandPatternPlan's `repeats`).
+  std::vector<uint8_t> allowed;
+  std::vector<int64_t> edges;  // [heads]: computed pairs, repeats included
   // Structural faults, empty for a well-formed plan; at most kMaxFaults
   // described, then one line with how many more.
   std::vector<std::string> faults;
 
+  int Count(int32_t head, int32_t query, int32_t token) const {
+    return allowed[(static_cast<size_t>(head) * length + query) * length + token];
+  }
   bool At(int32_t head, int32_t query, int32_t token) const {
-    return allowed[(static_cast<size_t>(head) * length + query) * length + token] != 0;
+    return Count(head, query, token) > 0;
   }
 };
 
@@ -60,10 +66,11 @@ class FaultLog {
 // in increasing order; span_offsets has heads·blocks + 1 non-decreasing
 // entries from 0 to spans.size(); key_gather names real tokens; no span is
 // empty or leaves [0, extended_keys()); a cell's spans ascend; no (head,
-// query, token) pair is covered twice (copies included); head_edges has one
-// entry per head, each equal to the mask's count. The mask is only built
-// when the block and offset structure is sound.
-inline PatternMask ExpandPatternPlan(const PatternPlan& plan) {
+// query, token) pair is covered twice (copies included) unless `repeats`
+// allows it (BigBird's random_at_first_block); head_edges has one entry per
+// head, each equal to the mask's count. The mask is only built when the
+// block and offset structure is sound.
+inline PatternMask ExpandPatternPlan(const PatternPlan& plan, bool repeats = false) {
   PatternMask mask;
   mask.length = plan.length;
   mask.heads = plan.heads;
@@ -146,12 +153,12 @@ inline PatternMask ExpandPatternPlan(const PatternPlan& plan) {
             const int32_t token = key < n ? key : plan.key_gather[key - n];
             if (token < 0 || token >= n) continue;  // reported with key_gather
             uint8_t& entry = mask.allowed[(static_cast<size_t>(head) * n + query) * n + token];
-            if (entry != 0) {
+            if (entry != 0 && !repeats) {
               log.Add("head ", head, " query ", query, " token ", token, " covered twice (key ",
                       key, ")");
               continue;
             }
-            entry = 1;
+            ++entry;
             ++mask.edges[head];
           }
         }
@@ -212,6 +219,29 @@ std::string PlanMismatch(const PatternPlan& plan, Allows allows) {
   }
   if (differences == 0) return "";
   return first.str() + " (" + std::to_string(differences) + " differences)";
+}
+
+// As PlanMismatch, for a plan that repeats keys on purpose: "" when it is
+// well formed and computes each (head, query, token) exactly `times(head,
+// query, token)` times (0: not at all).
+template <typename Times>
+std::string PlanCountMismatch(const PatternPlan& plan, Times times) {
+  const PatternMask mask = ExpandPatternPlan(plan, /*repeats=*/true);
+  if (!mask.faults.empty()) return "faults:" + DescribeFaults(mask.faults);
+  for (int32_t head = 0; head < mask.heads; ++head) {
+    for (int32_t query = 0; query < mask.length; ++query) {
+      for (int32_t token = 0; token < mask.length; ++token) {
+        const int want = times(head, query, token);
+        const int got = mask.Count(head, query, token);
+        if (got != want) {
+          return "head " + std::to_string(head) + " query " + std::to_string(query) + " token " +
+                 std::to_string(token) + ": computed " + std::to_string(got) + " times, not " +
+                 std::to_string(want);
+        }
+      }
+    }
+  }
+  return "";
 }
 
 }  // namespace docsparse::testing

@@ -183,6 +183,74 @@ TEST(HfConfigTest, LongformerWindowsWeCannotRunAreNamed) {
   }
 }
 
+// google/bigbird-roberta-base's config.json.
+json BigBirdBase() {
+  return json::parse(R"({
+    "architectures": ["BigBirdForPreTraining"], "attention_probs_dropout_prob": 0.1,
+    "attention_type": "block_sparse", "block_size": 64, "bos_token_id": 1, "eos_token_id": 2,
+    "gradient_checkpointing": false, "hidden_act": "gelu_new", "hidden_dropout_prob": 0.1,
+    "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+    "layer_norm_eps": 1e-12, "max_position_embeddings": 4096, "model_type": "big_bird",
+    "num_attention_heads": 12, "num_hidden_layers": 12, "num_random_blocks": 3,
+    "pad_token_id": 0, "rescale_embeddings": false, "sep_token_id": 66, "type_vocab_size": 2,
+    "use_bias": true, "use_cache": true, "vocab_size": 50358
+  })");
+}
+
+TEST(HfConfigTest, BigBirdParsesWithItsBlocks) {
+  auto config = ParseEncoderConfig(BigBirdBase(), "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, Architecture::kBigBird);
+  ASSERT_TRUE(config->bigbird.has_value());
+  EXPECT_TRUE(config->bigbird->block_sparse);
+  EXPECT_EQ(config->bigbird->block_size, 64);
+  EXPECT_EQ(config->bigbird->num_random_blocks, 3);
+  EXPECT_TRUE(config->bigbird->use_bias);
+  EXPECT_FALSE(config->bigbird->rescale_embeddings);
+  EXPECT_FALSE(config->lsg.has_value());
+  EXPECT_EQ(config->activation, Activation::kGeluNew);
+  EXPECT_FALSE(NumbersPositionsAfterPadding(config->architecture));
+  // transformers' defaults where keys are absent.
+  json bare = BigBirdBase();
+  for (const char* key :
+       {"attention_type", "block_size", "num_random_blocks", "use_bias", "rescale_embeddings"}) {
+    bare.erase(key);
+  }
+  config = ParseEncoderConfig(bare, "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->bigbird->block_size, 64);
+  EXPECT_EQ(config->bigbird->num_random_blocks, 3);
+  json full = BigBirdBase();
+  full["attention_type"] = "original_full";
+  config = ParseEncoderConfig(full, "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->bigbird->block_sparse);
+}
+
+TEST(HfConfigTest, BigBirdFieldsWeCannotRunAreNamed) {
+  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+      {"attention_type", "sliding", "field 'attention_type': unsupported value \"sliding\""},
+      {"block_size", 0, "block_size"},
+      {"block_size", "64", "block_size"},
+      {"num_random_blocks", -1, "num_random_blocks"},
+      {"use_bias", "yes", "use_bias"},
+      {"sparsity_type", "norm", "unknown field 'sparsity_type' for model_type big_bird"},
+  };
+  for (const auto& [key, value, message] : cases) {
+    json raw = BigBirdBase();
+    raw[key] = value;
+    auto config = ParseEncoderConfig(raw, "config.json");
+    ASSERT_FALSE(config.ok()) << key;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << key;
+  }
+  // Only BigBird has the fields.
+  json roberta = RobertaBase();
+  roberta["num_random_blocks"] = 3;
+  EXPECT_THAT(std::string(ParseEncoderConfig(roberta, "config.json").status().message()),
+              HasSubstr("unknown field 'num_random_blocks'"));
+}
+
 // answerdotai/ModernBERT-base's config.json as published.
 json ModernBertBase() {
   return json::parse(R"({

@@ -137,7 +137,8 @@ TEST_P(GenerationHfParityTest, RequestOverridesReachTheDecoder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GenerationHfParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led",
+                                           "bigbird_pegasus"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

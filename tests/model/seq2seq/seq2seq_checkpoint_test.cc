@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/attention/planner_registry.h"
 #include "model/checkpoint/bart_config.h"
 #include "model/checkpoint/safetensors_writer.h"
 #include "model/seq2seq/seq2seq_embeddings.h"
@@ -137,7 +138,8 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
   };
   const std::vector<Case> cases = {
       {"model_type", "t5",
-       "field 'model_type': unsupported value \"t5\" (supported: bart, pegasus, led)"},
+       "field 'model_type': unsupported value \"t5\" (supported: bart, pegasus, led, "
+       "bigbird_pegasus)"},
       {"normalize_before", false, "field 'normalize_before'"},
       {"static_position_embeddings", false, "field 'static_position_embeddings'"},
       {"extra_pos_embeddings", 2, "field 'extra_pos_embeddings'"},
@@ -200,6 +202,64 @@ TEST(Seq2SeqCheckpointTest, LedConfigRules) {
     EXPECT_NE(result.status().message().find(c.message), std::string::npos)
         << c.key << ": " << result.status();
   }
+}
+
+TEST(Seq2SeqCheckpointTest, BigBirdPegasusConfigRules) {
+  const absl::StatusOr<BartConfig> parsed =
+      ParseBartConfig(FixtureConfig("bigbird_pegasus"), "config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->architecture, Seq2SeqArchitecture::kBigBirdPegasus);
+  EXPECT_EQ(parsed->max_position_embeddings, 256);
+  EXPECT_EQ(parsed->decoder_max_position_embeddings, 256);
+  EXPECT_EQ(parsed->position_offset(), 0);
+  EXPECT_FALSE(parsed->sinusoidal_positions());
+  EXPECT_FALSE(parsed->embedding_layer_norm());
+  EXPECT_TRUE(parsed->pre_layer_norm());
+  EXPECT_EQ(parsed->final_norm_name(), "layernorm_embedding");
+  EXPECT_TRUE(parsed->scale_embedding);
+  EXPECT_FALSE(parsed->attention_bias);
+  ASSERT_TRUE(parsed->bigbird.has_value());
+  EXPECT_EQ(parsed->bigbird->block_size, 4);
+  EXPECT_EQ(parsed->bigbird->num_random_blocks, 2);
+  EXPECT_FALSE(parsed->lsg.has_value());
+  const NativeAttention native = NativeAttentionOf(*parsed);
+  EXPECT_EQ(native.kind, AttentionKind::kBigBird);
+  EXPECT_EQ(native.knobs.at("dense_up_to"), (5 + 2 * 2) * 4);
+
+  struct Case {
+    std::string key;
+    json value;  // null: remove the key
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"attention_type", "dense", "field 'attention_type': unsupported value \"dense\""},
+      {"block_size", 0, "field 'block_size'"},
+      {"num_random_blocks", "3", "field 'num_random_blocks'"},
+      {"use_bias", 1, "field 'use_bias'"},
+      {"scale_embedding", nullptr, "missing field 'scale_embedding'"},
+      {"sparsity_type", "norm", "unknown field 'sparsity_type' for model_type bigbird_pegasus"},
+  };
+  for (const Case& c : cases) {
+    json config = FixtureConfig("bigbird_pegasus");
+    if (c.value.is_null()) {
+      config.erase(c.key);
+    } else {
+      config[c.key] = c.value;
+    }
+    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
+    ASSERT_FALSE(result.ok()) << c.key;
+    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
+        << c.key << ": " << result.status();
+  }
+  // use_bias true: the biases must then be in the checkpoint.
+  json biased = FixtureConfig("bigbird_pegasus");
+  biased["use_bias"] = true;
+  EditedCheckpoint checkpoint("bigbird_pegasus", biased, [](std::vector<TensorBytes>&) {});
+  const auto model = Seq2SeqModel::Create(checkpoint.dir());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find("self_attn.self.query.bias"), std::string::npos)
+      << model.status();
 }
 
 TEST(Seq2SeqCheckpointTest, UnknownModelTypeIsNamed) {

@@ -133,7 +133,8 @@ TEST_P(Seq2SeqParityTest, GreedyDecodingMatchesHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Seq2SeqParityTest,
-                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led"),
+                         ::testing::Values("bart", "pegasus", "lsg_bart", "lsg_pegasus", "led",
+                                           "bigbird_pegasus"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
