@@ -9,8 +9,10 @@
 // oneDNN's brgemm also beats OpenBLAS's sgemm (~380 against ~310 GFLOP/s).
 //
 // A oneDNN primitive is compiled for a fixed number of rows (a runtime row
-// count falls back to a kernel 3x slower), so primitives are kept per row
-// count; compiling one costs well under a millisecond.
+// count falls back to oneDNN's reference kernel, ~1,000x slower in 2.6), so a
+// product runs as chunks of a few fixed row counts, each compiled once per
+// layer (packed_linear.cc: RowChunks); compiling one costs well under a
+// millisecond.
 #ifndef DOCSPARSE_KERNELS_PACKED_LINEAR_H_
 #define DOCSPARSE_KERNELS_PACKED_LINEAR_H_
 
@@ -54,6 +56,10 @@ class PackedLinear {
 
   // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
   const std::string& implementation() const;
+
+  // How many row counts have a compiled product so far: at most 69, however
+  // many different row counts Run saw (packed_linear.cc, RowChunks).
+  size_t compiled_row_counts() const;
 
  private:
   struct State;
