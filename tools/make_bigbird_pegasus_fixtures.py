@@ -31,7 +31,6 @@ Deterministic: torch.set_num_threads(1), seeded weights.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -44,7 +43,6 @@ from safetensors.torch import save_file  # noqa: E402
 from transformers import (  # noqa: E402
     BigBirdPegasusConfig,
     BigBirdPegasusForConditionalGeneration,
-    GenerationConfig,
     PegasusTokenizer,
 )
 
@@ -140,25 +138,10 @@ def main():
     cases["inputs"] = inputs
     save_file(tensors, os.path.join(args.out, "expected.safetensors"))
 
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=SPECIAL["decoder_start"], bos_token_id=SPECIAL["bos"],
-        eos_token_id=SPECIAL["eos"], pad_token_id=SPECIAL["pad"],
-        forced_bos_token_id=SPECIAL["forced_bos"], forced_eos_token_id=SPECIAL["forced_eos"],
-        num_beams=4, length_penalty=2.0, no_repeat_ngram_size=3, early_stopping=True,
-        min_length=0, max_length=s2s.MAX_LENGTH)
-    model.generation_config.save_pretrained(args.out)
-    for f in os.listdir(TOKENIZER):
-        shutil.copy(os.path.join(TOKENIZER, f), os.path.join(args.out, f))
-    versions = s2s.versions()
-    versions.pop("lsg_reference")
-    manifest = {"generator": "tools/make_bigbird_pegasus_fixtures.py", "versions": versions,
-                "model": "bigbird_pegasus", "seed": SEED, "special_tokens": SPECIAL,
-                "tolerance_hint": 1e-4, "rows_alone": True, "block_size": 4,
-                "num_random_blocks": 2, **cases}
-    with open(os.path.join(args.out, "cases.json"), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.write("\n")
-
+    s2s.finish_folder(
+        args.out, model, TOKENIZER, "bigbird_pegasus", SPECIAL, SEED, cases,
+        {"rows_alone": True, "block_size": 4, "num_random_blocks": 2},
+        generator="tools/make_bigbird_pegasus_fixtures.py", lsg_reference=False)
 
 if __name__ == "__main__":
     main()

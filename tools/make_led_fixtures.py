@@ -20,7 +20,6 @@ Deterministic: torch.set_num_threads(1), seeded weights.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -32,7 +31,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import (  # noqa: E402
-    GenerationConfig,
     LEDConfig,
     LEDForConditionalGeneration,
 )
@@ -111,27 +109,12 @@ def main():
     cases["inputs"] = inputs
     save_file(tensors, os.path.join(args.out, "expected.safetensors"))
 
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=SPECIAL["decoder_start"], bos_token_id=SPECIAL["bos"],
-        eos_token_id=SPECIAL["eos"], pad_token_id=SPECIAL["pad"],
-        forced_bos_token_id=SPECIAL["forced_bos"], forced_eos_token_id=SPECIAL["forced_eos"],
-        num_beams=4, length_penalty=2.0, no_repeat_ngram_size=3, early_stopping=True,
-        min_length=0, max_length=s2s.MAX_LENGTH)
-    model.generation_config.save_pretrained(args.out)
-    for f in os.listdir(TOKENIZER):
-        shutil.copy(os.path.join(TOKENIZER, f), os.path.join(args.out, f))
-    versions = s2s.versions()
-    versions.pop("lsg_reference")
-    manifest = {"generator": "tools/make_led_fixtures.py", "versions": versions, "model": "led",
-                "seed": SEED, "special_tokens": SPECIAL,
-                # transformers' own fp32 logits here are 7.3e-5 from an fp64 run (BART's
-                # fixture: 3.2e-5), so an independent fp32 implementation gets twice BART's room.
-                "tolerance_hint": 2e-4,
-                "global_tokens": 1, "attention_window": WINDOW, **cases}
-    with open(os.path.join(args.out, "cases.json"), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.write("\n")
-
+    s2s.finish_folder(
+        args.out, model, TOKENIZER, "led", SPECIAL, SEED, cases,
+        # transformers' own fp32 logits here are 7.3e-5 from an fp64 run (BART's fixture:
+        # 3.2e-5), so an independent fp32 implementation gets twice BART's room.
+        {"tolerance_hint": 2e-4, "global_tokens": 1, "attention_window": WINDOW},
+        generator="tools/make_led_fixtures.py", lsg_reference=False)
 
 if __name__ == "__main__":
     main()

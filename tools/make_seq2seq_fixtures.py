@@ -289,7 +289,12 @@ def write_model_fixtures(name, model, tokenizer, special, out_dir, seed, lsg_sin
     return cases
 
 
-def finish_folder(out_dir, model, tokenizer_src, name, special, seed, cases, extra):
+def finish_folder(out_dir, model, tokenizer_src, name, special, seed, cases, extra,
+                  generator="tools/make_seq2seq_fixtures.py", lsg_reference=True):
+    """generation_config.json (the "beam4_lp2_ngram3_early" case's settings), the tokenizer
+    files and cases.json. `extra` goes over the manifest's defaults (tolerance_hint);
+    lsg_reference=False leaves the LSG reference out of the versions (a generator that does not
+    run it)."""
     model.generation_config = GenerationConfig(
         decoder_start_token_id=special["decoder_start"], bos_token_id=special["bos"],
         eos_token_id=special["eos"], pad_token_id=special["pad"],
@@ -299,9 +304,11 @@ def finish_folder(out_dir, model, tokenizer_src, name, special, seed, cases, ext
     model.generation_config.save_pretrained(out_dir)
     for f in os.listdir(tokenizer_src):
         shutil.copy(os.path.join(tokenizer_src, f), os.path.join(out_dir, f))
-    manifest = {"generator": "tools/make_seq2seq_fixtures.py", "versions": versions(),
-                "model": name, "seed": seed, "special_tokens": special,
-                "tolerance_hint": 1e-4, **extra, **cases}
+    used = versions()
+    if not lsg_reference:
+        used.pop("lsg_reference")
+    manifest = {"generator": generator, "versions": used, "model": name, "seed": seed,
+                "special_tokens": special, "tolerance_hint": 1e-4, **extra, **cases}
     with open(os.path.join(out_dir, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")

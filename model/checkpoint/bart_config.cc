@@ -135,23 +135,8 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
 
 // BigBirdPegasusConfig's attention fields, its defaults where absent.
 absl::Status ParseBigBirdFields(FieldReader& reader, BartConfig& config) {
-  BigBirdFields bigbird;
-  if (const json* type = reader.Find("attention_type")) {
-    ASSIGN_OR_RETURN(const std::string kind, reader.String("attention_type", *type));
-    if (kind != "block_sparse" && kind != "original_full") {
-      return reader.Error("attention_type",
-                          absl::StrFormat("unsupported value \"%s\" (supported: block_sparse, "
-                                          "original_full)",
-                                          kind));
-    }
-    bigbird.block_sparse = kind == "block_sparse";
-  }
-  ASSIGN_OR_RETURN(bigbird.block_size, reader.OptionalInt("block_size", 64, 1, 1 << 16));
-  ASSIGN_OR_RETURN(bigbird.num_random_blocks,
-                   reader.OptionalInt("num_random_blocks", 3, 0, 1 << 10));
-  ASSIGN_OR_RETURN(bigbird.use_bias, reader.OptionalBool("use_bias", false));
-  config.attention_bias = bigbird.use_bias;
-  config.bigbird = bigbird;
+  ASSIGN_OR_RETURN(config.bigbird, ReadBigBirdFields(reader, /*use_bias_default=*/false));
+  config.attention_bias = config.bigbird->use_bias;
   return absl::OkStatus();
 }
 

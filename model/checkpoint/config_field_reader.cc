@@ -12,6 +12,25 @@ namespace docsparse {
 
 using json = nlohmann::json;
 
+absl::StatusOr<BigBirdFields> ReadBigBirdFields(FieldReader& reader, bool use_bias_default) {
+  BigBirdFields bigbird;
+  if (const json* type = reader.Find("attention_type")) {
+    ASSIGN_OR_RETURN(const std::string kind, reader.String("attention_type", *type));
+    if (kind != "block_sparse" && kind != "original_full") {
+      return reader.Error("attention_type",
+                          absl::StrFormat("unsupported value \"%s\" (supported: block_sparse, "
+                                          "original_full)",
+                                          kind));
+    }
+    bigbird.block_sparse = kind == "block_sparse";
+  }
+  ASSIGN_OR_RETURN(bigbird.block_size, reader.OptionalInt("block_size", 64, 1, 1 << 16));
+  ASSIGN_OR_RETURN(bigbird.num_random_blocks,
+                   reader.OptionalInt("num_random_blocks", 3, 0, 1 << 10));
+  ASSIGN_OR_RETURN(bigbird.use_bias, reader.OptionalBool("use_bias", use_bias_default));
+  return bigbird;
+}
+
 absl::StatusOr<int> ReadUniformAttentionWindow(FieldReader& reader, int layers) {
   constexpr std::string_view kKey = "attention_window";
   ASSIGN_OR_RETURN(const json* window, reader.Require(kKey));

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "model/checkpoint/hf_config.h"
 #include "model/checkpoint/lsg_config.h"
 #include "nlohmann/json.hpp"
 
@@ -78,6 +79,13 @@ absl::StatusOr<LsgConfig> ReadLsgFields(FieldReader& reader);
 // list of them with one entry per layer (`layers`), all equal: our
 // Longformer planner has one window for every layer. Errors name the field.
 absl::StatusOr<int> ReadUniformAttentionWindow(FieldReader& reader, int layers);
+
+// BigBird's attention fields (BigBird, BigBird-Pegasus): attention_type
+// ("block_sparse" or "original_full"), block_size, num_random_blocks and
+// use_bias, transformers' defaults where absent (use_bias: `use_bias_default`,
+// true in BigBirdConfig, false in BigBirdPegasusConfig). rescale_embeddings is
+// the encoder's to read. Errors name the field.
+absl::StatusOr<BigBirdFields> ReadBigBirdFields(FieldReader& reader, bool use_bias_default);
 
 // "integer", "number", or nlohmann's type name: for "expected X, got Y".
 std::string_view JsonTypeName(const nlohmann::json& value);

@@ -139,24 +139,9 @@ absl::Status ParseLongformerFields(FieldReader& reader, EncoderConfig& config) {
   return reader.OptionalBool("onnx_export", false).status();
 }
 
-// BigBird's attention fields, transformers' BigBirdConfig defaults where
-// absent.
+// BigBird's fields, transformers' BigBirdConfig defaults where absent.
 absl::Status ParseBigBirdFields(FieldReader& reader, EncoderConfig& config) {
-  BigBirdFields bigbird;
-  if (const json* type = reader.Find("attention_type")) {
-    ASSIGN_OR_RETURN(const std::string kind, reader.String("attention_type", *type));
-    if (kind != "block_sparse" && kind != "original_full") {
-      return reader.Error("attention_type",
-                          absl::StrFormat("unsupported value \"%s\" (supported: block_sparse, "
-                                          "original_full)",
-                                          kind));
-    }
-    bigbird.block_sparse = kind == "block_sparse";
-  }
-  ASSIGN_OR_RETURN(bigbird.block_size, reader.OptionalInt("block_size", 64, 1, 1 << 16));
-  ASSIGN_OR_RETURN(bigbird.num_random_blocks,
-                   reader.OptionalInt("num_random_blocks", 3, 0, 1 << 10));
-  ASSIGN_OR_RETURN(bigbird.use_bias, reader.OptionalBool("use_bias", true));
+  ASSIGN_OR_RETURN(BigBirdFields bigbird, ReadBigBirdFields(reader, /*use_bias_default=*/true));
   ASSIGN_OR_RETURN(bigbird.rescale_embeddings, reader.OptionalBool("rescale_embeddings", false));
   config.bigbird = bigbird;
   return absl::OkStatus();

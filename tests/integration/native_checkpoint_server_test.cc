@@ -23,6 +23,7 @@
 #include "client/docsparse_client.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/running_server.h"
+#include "tests/integration/native_pattern_density.h"
 
 namespace docsparse {
 namespace {
@@ -93,33 +94,8 @@ std::vector<double> MeanOfRow(const nlohmann::json& c, size_t row) {
   return mean;
 }
 
-// Longformer's pairs among n tokens with g global ones and window w, over n².
-double LongformerDensity(int64_t n, int64_t g, int64_t w) {
-  int64_t pairs = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) pairs += (i < g || j < g || std::abs(i - j) <= w / 2);
-  }
-  return static_cast<double>(pairs) / static_cast<double>(n * n);
-}
-
-// Pairs BigBird's native plan computes for n tokens in blocks of b with r
-// random blocks, as transformers at inference (bigbird_pattern.h): the first
-// and last blocks global, a window of 3 blocks, block 0 once more per random
-// block on the other rows; full attention up to (5 + 2r)·b tokens. Over n².
-double BigBirdDensity(int64_t n, int64_t b, int64_t r) {
-  if (n <= (5 + 2 * r) * b) return 1.0;
-  const int64_t blocks = (n + b - 1) / b;
-  const auto global = [&](int64_t block) { return block == 0 || block == blocks - 1; };
-  int64_t pairs = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t qb = i / b, kb = j / b;
-      pairs += (global(qb) || global(kb) || std::abs(qb - kb) <= 1) ? 1 : 0;
-      if (!global(qb) && kb == 0) pairs += r;
-    }
-  }
-  return static_cast<double>(pairs) / static_cast<double>(n * n);
-}
+using testing::BigBirdDensity;
+using testing::LongformerDensity;
 
 class NativeCheckpointServerTest : public ::testing::Test {
  protected:

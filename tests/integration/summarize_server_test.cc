@@ -27,6 +27,7 @@
 #include "tests/common/fixture_paths.h"
 #include "tests/common/http_client.h"
 #include "tests/common/running_server.h"
+#include "tests/integration/native_pattern_density.h"
 
 namespace docsparse {
 namespace {
@@ -219,13 +220,6 @@ TEST_F(SummarizeServerTest, LedReportsItsLongformerEncodersCost) {
   const int64_t n = static_cast<int64_t>(ids.size());
   ids.pop_back();
   ids.erase(ids.begin());
-  const auto density = [n](int64_t window) {
-    int64_t pairs = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < n; ++j) pairs += (i < 1 || j < 1 || std::abs(i - j) <= window / 2);
-    }
-    return static_cast<double>(pairs) / static_cast<double>(n * n);
-  };
   v1::SummarizeRequest request;
   request.set_model("led");
   for (int32_t id : ids) request.mutable_document()->mutable_token_ids()->add_ids(id);
@@ -234,12 +228,12 @@ TEST_F(SummarizeServerTest, LedReportsItsLongformerEncodersCost) {
   ASSERT_TRUE(native.ok()) << native.status();
   EXPECT_EQ(native->cost().attention(), v1::ATTENTION_KIND_LONGFORMER);
   EXPECT_EQ(native->cost().knobs().values().at("window"), 8);
-  EXPECT_NEAR(native->cost().mean_density(), density(8), 1e-9);
+  EXPECT_NEAR(native->cost().mean_density(), testing::LongformerDensity(n, 1, 8), 1e-9);
   (*request.mutable_budget()->mutable_knobs())["window"] = 4;
   auto narrow = client_->Summarize(request, absl::Seconds(60));
   ASSERT_TRUE(narrow.ok()) << narrow.status();
   EXPECT_EQ(narrow->cost().knobs().values().at("window"), 4);
-  EXPECT_NEAR(narrow->cost().mean_density(), density(4), 1e-9);
+  EXPECT_NEAR(narrow->cost().mean_density(), testing::LongformerDensity(n, 1, 4), 1e-9);
 }
 
 // BigBird-Pegasus' encoder runs BigBird's blocks (4 tokens, 2 random blocks:
@@ -252,20 +246,6 @@ TEST_F(SummarizeServerTest, BigBirdPegasusReportsItsBlockSparseEncodersCost) {
   std::vector<int32_t> ids = cases["inputs"][2]["input_ids"].get<std::vector<int32_t>>();
   const int64_t n = static_cast<int64_t>(ids.size());
   ids.pop_back();  // </s>: the server frames the document
-  // Pairs over n² as bigbird_pattern.h defines transformers' layout.
-  const auto density = [n](int64_t b, int64_t r) {
-    const int64_t blocks = (n + b - 1) / b;
-    const auto global = [&](int64_t block) { return block == 0 || block == blocks - 1; };
-    int64_t pairs = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t qb = i / b, kb = j / b;
-        pairs += (global(qb) || global(kb) || std::abs(qb - kb) <= 1) ? 1 : 0;
-        if (!global(qb) && kb == 0) pairs += r;
-      }
-    }
-    return static_cast<double>(pairs) / static_cast<double>(n * n);
-  };
   v1::SummarizeRequest request;
   request.set_model("bigbird-pegasus");
   for (int32_t id : ids) request.mutable_document()->mutable_token_ids()->add_ids(id);
@@ -275,12 +255,12 @@ TEST_F(SummarizeServerTest, BigBirdPegasusReportsItsBlockSparseEncodersCost) {
   EXPECT_EQ(native->cost().attention(), v1::ATTENTION_KIND_BIGBIRD);
   EXPECT_EQ(native->cost().knobs().values().at("block_size"), 4);
   EXPECT_EQ(native->cost().knobs().values().at("random_blocks"), 2);
-  EXPECT_NEAR(native->cost().mean_density(), density(4, 2), 1e-9);
+  EXPECT_NEAR(native->cost().mean_density(), testing::BigBirdDensity(n, 4, 2), 1e-9);
   (*request.mutable_budget()->mutable_knobs())["random_blocks"] = 0;
   auto fewer = client_->Summarize(request, absl::Seconds(60));
   ASSERT_TRUE(fewer.ok()) << fewer.status();
   EXPECT_EQ(fewer->cost().knobs().values().at("random_blocks"), 0);
-  EXPECT_NEAR(fewer->cost().mean_density(), density(4, 0), 1e-9);
+  EXPECT_NEAR(fewer->cost().mean_density(), testing::BigBirdDensity(n, 4, 0), 1e-9);
 }
 
 // The chunks' texts concatenated are the unary summary, byte for byte:
