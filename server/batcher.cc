@@ -19,7 +19,7 @@ Batcher::Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t
 
 Batcher::~Batcher() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     wake_.SignalAll();
   }
@@ -29,7 +29,7 @@ Batcher::~Batcher() {
 bool Batcher::Submit(std::unique_ptr<EncodeJob> job) {
   size_t depth = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stopping_ || queue_.size() >= max_queue_) {
       if (hooks_.on_drop) hooks_.on_drop(DropReason::kQueueFull);
       return false;
@@ -48,7 +48,7 @@ void Batcher::Loop() {
     std::vector<std::pair<std::unique_ptr<EncodeJob>, DropReason>> dropped;
     size_t depth = 0;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       BatchDecision decision;
       while (true) {
         if (queue_.empty()) {

@@ -19,7 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "model/attention/attention.h"
 #include "model/attention/cost_model.h"
 #include "model/encoder/text_encoder.h"
@@ -137,8 +137,8 @@ class Batcher {
   const size_t max_queue_;
   const BatcherHooks hooks_;
   ComputeThread* const compute_;
-  mutable absl::Mutex mu_;
-  absl::CondVar wake_;  // a job arrived, or stopping
+  mutable Mutex mu_;
+  CondVar wake_;  // a job arrived, or stopping
   std::deque<std::unique_ptr<EncodeJob>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

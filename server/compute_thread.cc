@@ -17,7 +17,7 @@ ComputeThread::ComputeThread() {
 
 ComputeThread::~ComputeThread() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   thread_.join();
@@ -29,7 +29,7 @@ void ComputeThread::Run(const std::function<void()>& task) {
     return;
   }
   Task queued{&task};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(&queued);
   mu_.Await(absl::Condition(&queued.done));
 }
@@ -42,13 +42,13 @@ void ComputeThread::Drain() {
   while (true) {
     Task* task = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (queue_.empty()) return;
       task = queue_.front();
       queue_.pop_front();
     }
     (*task->work)();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     task->done = true;
   }
 }
@@ -56,7 +56,7 @@ void ComputeThread::Drain() {
 void ComputeThread::Loop() {
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stopping_ || !queue_.empty();
       };

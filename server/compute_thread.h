@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace docsparse {
 
@@ -52,7 +52,7 @@ class ComputeThread {
   // until stopping).
   void Drain();
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<Task*> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "server/cost_report.h"
 #include "server/grpc_status.h"
 
@@ -184,7 +184,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
 
   void OnWriteDone(bool ok) override {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       write_in_flight_ = false;
       // The client is gone: nothing more will be read.
       if (!ok) {
@@ -208,7 +208,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
     chunk.add_token_ids(token);
     streamed_bytes_ += text.size();
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (write_failed_) return;
       pending_.push_back(std::move(chunk));
     }
@@ -222,7 +222,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
       const grpc::Status grpc_status = ToGrpcStatus(status);
       recorder_.Finish(CodeOf(grpc_status), nullptr);
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         pending_.clear();  // the error is what the client needs now
         finish_status_ = grpc_status;
       }
@@ -238,7 +238,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
     for (auto& [key, value] : CostMetadata(last.cost())) context_->AddTrailingMetadata(key, value);
     recorder_.Finish(CodeOf(AsSeenByClient(grpc::Status::OK, context_)), &last.cost());
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (!write_failed_) pending_.push_back(std::move(last));
       finish_status_ = grpc::Status::OK;
     }
@@ -252,7 +252,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
     bool last = false;
     grpc::Status finish;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (write_in_flight_ || finished_) return;
       if (!pending_.empty()) {
         bool own_buffer = false;
@@ -284,7 +284,7 @@ class DocumentService::SummaryStream final : public grpc::ServerWriteReactor<grp
   bool counted_ = false;
   v1::SummarizeResponse response_;
   size_t streamed_bytes_ = 0;  // text sent in token chunks (compute thread)
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<v1::SummarizeChunk> pending_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer writing_;  // in flight; gRPC reads it until OnWriteDone
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;

@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "server/cost_report.h"
 #include "server/http_json.h"
 #include "server/openapi_document.h"
@@ -191,7 +191,7 @@ class BlockingCall {
   }
 
   const absl::Status& Wait() {
-    absl::MutexLock lock(&mu_, absl::Condition(&done_));
+    MutexLock lock(&mu_, absl::Condition(&done_));
     return status_;
   }
   // Why Start refused it (set by Start, on the caller's thread).
@@ -201,7 +201,7 @@ class BlockingCall {
  private:
   void Complete(const absl::Status& status) {
     recorder_.Finish(status.code(), status.ok() ? &response_.cost() : nullptr);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     status_ = status;
     done_ = true;
   }
@@ -210,7 +210,7 @@ class BlockingCall {
   const Request request_;
   Response response_;
   const RequestRecorder recorder_;
-  absl::Mutex mu_;
+  Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   Refusal refusal_ = Refusal::kNone;
@@ -856,14 +856,14 @@ class HttpApi::Routes {
     // A token chosen (compute thread).
     void Push(int32_t token, const std::string& text) {
       Json event = {{"text", text}, {"token_ids", {token}}};
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       streamed_bytes_ += text.size();
       events_.push_back("data: " + event.dump(-1, ' ', false, Json::error_handler_t::replace) +
                         "\n\n");
     }
     // How it ended (once).
     void Finish(const absl::Status& status, const v1::SummarizeResponse& response) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (status.ok()) {
         const std::string& summary = response.summary();
         Json last = SummaryJson(response);
@@ -882,7 +882,7 @@ class HttpApi::Routes {
     }
     // The next event, or nullopt once everything is sent; waits for one.
     std::optional<std::string> Next() {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](SummaryEvents* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
             return !self->events_.empty() || self->finished_;
@@ -897,7 +897,7 @@ class HttpApi::Routes {
     bool client_gone() const { return client_gone_.load(); }
 
    private:
-    absl::Mutex mu_;
+    Mutex mu_;
     std::deque<std::string> events_ ABSL_GUARDED_BY(mu_);
     size_t streamed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
     bool finished_ ABSL_GUARDED_BY(mu_) = false;

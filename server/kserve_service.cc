@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "common/quote.h"
 #include "common/status_macros.h"
 #include "server/grpc_status.h"
@@ -88,7 +88,7 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
     std::vector<std::unique_ptr<EncodeJob>> jobs;
     if (absl::Status prepared = PrepareJobs(&jobs); !prepared.ok()) return Finish(prepared);
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       pending_ = jobs.size();
     }
     const BatchClock::time_point deadline = GrpcDeadline(*context_);
@@ -186,7 +186,7 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
   void JobDone(const absl::Status& status) {
     absl::Status result;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (!status.ok() && error_.ok()) error_ = status;
       if (--pending_ > 0) {
         if (!error_.ok()) failed_.store(true);
@@ -286,7 +286,7 @@ class KServeService::InferCall : public std::enable_shared_from_this<InferCall> 
   double queue_ms_ = 0;
 
   std::atomic<bool> failed_{false};
-  absl::Mutex mu_;
+  Mutex mu_;
   size_t pending_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };

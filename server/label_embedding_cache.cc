@@ -11,7 +11,7 @@ size_t LabelEmbeddingCache::EntryBytes(const std::string& label, const at::Tenso
 
 std::vector<at::Tensor> LabelEmbeddingCache::Lookup(const std::vector<std::string>& labels) {
   std::vector<at::Tensor> rows(labels.size());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (size_t i = 0; i < labels.size(); ++i) {
     const auto it = entries_.find(labels[i]);
     if (it == entries_.end()) {
@@ -31,7 +31,7 @@ void LabelEmbeddingCache::Insert(const std::string& label, const at::Tensor& emb
   if (bytes > capacity_bytes_) return;
   // Copied outside the lock: the caller's tensor may be a view of a batch.
   at::Tensor copy = embedding.clone();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (const auto it = entries_.find(label); it != entries_.end()) {
     recency_.splice(recency_.begin(), recency_, it->second.recency);
     return;
@@ -49,7 +49,7 @@ void LabelEmbeddingCache::Insert(const std::string& label, const at::Tensor& emb
 }
 
 LabelCacheStats LabelEmbeddingCache::stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   LabelCacheStats stats;
   stats.hits = hits_;
   stats.misses = misses_;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace docsparse {
 
@@ -66,7 +66,7 @@ class LabelEmbeddingCache {
   static size_t EntryBytes(const std::string& label, const at::Tensor& embedding);
 
   const size_t capacity_bytes_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);  // most recently used first
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

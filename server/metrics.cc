@@ -651,7 +651,7 @@ Metrics::Metrics(std::string version)
     : registry_(std::make_unique<prometheus::Registry>()),
       families_(std::make_unique<metrics_internal::Families>(*registry_)) {
   families_->build_info.Add({{"version", std::move(version)}}).Set(1);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto unknown = std::unique_ptr<ModelMetrics>(new ModelMetrics(*families_, "unknown", 0));
   unknown_ = unknown.get();
   models_.emplace("unknown", std::move(unknown));
@@ -661,7 +661,7 @@ Metrics::~Metrics() = default;
 
 ModelMetrics& Metrics::RegisterModel(const std::string& model, std::string_view attention,
                                      double load_seconds) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::unique_ptr<ModelMetrics>& slot = models_[model];
   if (slot == nullptr) {
     slot.reset(new ModelMetrics(*families_, model, AttentionIndex(attention)));
@@ -674,7 +674,7 @@ ModelMetrics& Metrics::RegisterModel(const std::string& model, std::string_view 
 
 void Metrics::SetModelCompute(const std::string& model, std::string_view precision,
                               std::string_view isa) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   prometheus::Gauge*& series = compute_info_[model];
   if (series != nullptr) families_->compute_info.Remove(series);
   series = &families_->compute_info.Add(
@@ -684,19 +684,19 @@ void Metrics::SetModelCompute(const std::string& model, std::string_view precisi
 
 void Metrics::SetLabelCacheSource(const std::string& model,
                                   std::function<LabelCacheReading()> read) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   label_caches_[model] = std::move(read);
 }
 
 void Metrics::SetDeviceMemorySource(const std::string& device,
                                     std::function<DeviceMemoryReading()> read) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   device_ = device;
   device_memory_ = std::move(read);
 }
 
 ModelMetrics* Metrics::Find(std::string_view model) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const auto it = models_.find(model);
   if (it == models_.end() || !it->second->registered_.load(std::memory_order_relaxed)) {
     return nullptr;
@@ -709,7 +709,7 @@ std::string Metrics::Render() const {
   for (prometheus::MetricFamily& family : MemoryFamilies(ReadProcessMemory())) {
     families.push_back(std::move(family));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (device_memory_) {
     for (prometheus::MetricFamily& family : DeviceMemoryFamilies(device_, device_memory_())) {
       families.push_back(std::move(family));

@@ -28,7 +28,7 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "docsparse/v1/docsparse.pb.h"
 #include "server/drop_reason.h"
 
@@ -196,7 +196,7 @@ class Metrics {
   // Declared first: the families outlive every handle that refers to them.
   const std::unique_ptr<prometheus::Registry> registry_;
   const std::unique_ptr<metrics_internal::Families> families_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<ModelMetrics>, std::less<>> models_ ABSL_GUARDED_BY(mu_);
   ModelMetrics* unknown_;  // owned by models_ under "unknown"
   // model -> its model_compute_info series, removed when replaced

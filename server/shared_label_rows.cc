@@ -7,7 +7,7 @@ namespace docsparse {
 void SharedLabelRows::WhenReady(Waiter waiter) {
   std::optional<absl::StatusOr<at::Tensor>> rows;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!rows_.has_value()) {
       waiters_.push_back(std::move(waiter));
       return;
@@ -20,7 +20,7 @@ void SharedLabelRows::WhenReady(Waiter waiter) {
 void SharedLabelRows::Publish(absl::StatusOr<at::Tensor> rows) {
   std::vector<Waiter> waiters;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (rows_.has_value()) return;
     rows_ = rows;
     waiters.swap(waiters_);

@@ -15,7 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace docsparse {
 
@@ -33,7 +33,7 @@ class SharedLabelRows {
   void Publish(absl::StatusOr<at::Tensor> rows) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::optional<absl::StatusOr<at::Tensor>> rows_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
 };
