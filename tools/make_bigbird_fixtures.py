@@ -48,7 +48,7 @@ from transformers import (  # noqa: E402
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_tiny_encoder_fixtures import dumps, init_weights, versions  # noqa: E402
+from make_tiny_encoder_fixtures import dumps, framed_ids, init_weights, versions  # noqa: E402
 
 SEED = 2020
 VOCAB = 4001
@@ -67,12 +67,7 @@ def make_config(**extra):
 
 
 def make_ids(gen, lengths):
-    ids = torch.full((len(lengths), max(lengths)), PAD, dtype=torch.long)
-    for b, n in enumerate(lengths):
-        row = torch.randint(3, VOCAB, (n,), generator=gen)
-        row[0], row[-1] = BOS, EOS
-        ids[b, :n] = row
-    return ids
+    return framed_ids(gen, lengths, VOCAB, BOS, PAD, EOS)
 
 
 def set_random_blocks(model, random_blocks):

@@ -36,7 +36,7 @@ from transformers import (  # noqa: E402
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_tiny_encoder_fixtures import dumps, versions  # noqa: E402
+from make_tiny_encoder_fixtures import dumps, framed_ids, versions  # noqa: E402
 
 SEED = 8192
 VOCAB = 4001
@@ -83,13 +83,8 @@ def init_weights(model, gen):
 
 
 def make_ids(gen, lengths):
-    ids = torch.full((len(lengths), max(lengths)), PAD, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for b, n in enumerate(lengths):
-        row = torch.randint(3, VOCAB, (n,), generator=gen)
-        row[0], row[-1] = BOS, EOS
-        ids[b, :n] = row
-        mask[b, :n] = 1
+    ids = framed_ids(gen, lengths, VOCAB, BOS, PAD, EOS)
+    mask = (torch.arange(ids.shape[1]).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)).long()
     return ids, mask
 
 

@@ -146,6 +146,17 @@ def init_weights(model, gen):
                 p.copy_(0.2 * torch.randn(p.shape, generator=gen))
 
 
+def framed_ids(gen, lengths, vocab, bos, pad, eos):
+    """[B, max(lengths)] random ids in [3, vocab), each row bos ... eos, right-padded with pad
+    (the Longformer, ModernBERT and BigBird fixtures' inputs)."""
+    ids = torch.full((len(lengths), max(lengths)), pad, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        row = torch.randint(3, vocab, (n,), generator=gen)
+        row[0], row[-1] = bos, eos
+        ids[b, :n] = row
+    return ids
+
+
 def make_inputs(name, gen, lengths, pair_row=None):
     first, last, pad, lo = SPECIAL[name]
     T = max(lengths)
