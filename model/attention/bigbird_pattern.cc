@@ -18,7 +18,7 @@ uint64_t UniformBelow(CounterRng& rng, uint64_t n) {
   }
 }
 
-// The global blocks: [0, first_end) and, when last_global, the last block.
+// The global blocks: [0, first_end) and, with last_block_global, the last one.
 // The blocks between are the non-global ones, [first_end, non_global_end).
 struct GlobalBlocks {
   int32_t first_end;
