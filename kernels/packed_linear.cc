@@ -68,29 +68,14 @@ constexpr int64_t kLayoutRows = 512;
 constexpr int64_t kChunkRows = 2048;
 constexpr int64_t kExactRows = 64;
 
-// The chunks of `rows` as above: row counts in order, adding up to `rows`.
-std::vector<int64_t> RowChunks(int64_t rows) {
-  std::vector<int64_t> chunks;
-  for (; rows >= kChunkRows; rows -= kChunkRows) chunks.push_back(kChunkRows);
-  for (int64_t size = kChunkRows / 2; size >= kExactRows; size /= 2) {
-    if (rows >= size) {
-      chunks.push_back(size);
-      rows -= size;
-    }
+// The next chunk of a product with `remaining` rows left, as above: the
+// largest of kChunkRows and its halvings down to kExactRows that fits, else
+// all that remains.
+int64_t NextChunkRows(int64_t remaining) {
+  for (int64_t size = kChunkRows; size >= kExactRows; size /= 2) {
+    if (remaining >= size) return size;
   }
-  if (rows > 0) chunks.push_back(rows);
-  return chunks;
-}
-
-size_t ElementBytes(memory::data_type type) {
-  switch (type) {
-    case memory::data_type::s8:
-      return 1;
-    case memory::data_type::bf16:
-      return 2;
-    default:
-      return 4;  // f32, s32
-  }
+  return remaining;
 }
 
 }  // namespace
@@ -143,7 +128,7 @@ struct PackedLinear::State {
                                         CpuEngine());
   }
 
-  // `rows` is one of RowChunks' sizes, so the map stays small.
+  // `rows` is one of NextChunkRows' sizes, so the map stays small.
   std::shared_ptr<const Compiled> ForRows(int64_t rows) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = by_rows.find(rows);
@@ -241,22 +226,17 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   }
   const memory::data_type in_type = s.int8() ? memory::data_type::s8 : DataType(s.element);
   const memory::data_type out_type = s.int8() ? memory::data_type::s32 : DataType(s.element);
-  const size_t src_row_bytes = ElementBytes(in_type) * static_cast<size_t>(s.in_features);
-  const size_t dst_row_bytes = ElementBytes(out_type) * static_cast<size_t>(s.out_features);
-  // Compiled (or found) first, so the scratchpad is sized once, before any
-  // chunk runs on it.
-  const std::vector<int64_t> chunks = RowChunks(rows);
-  std::vector<std::shared_ptr<const State::Compiled>> compiled_chunks;
-  for (const int64_t chunk : chunks) {
-    compiled_chunks.push_back(s.ForRows(chunk));
-    if (scratchpad.size() < compiled_chunks.back()->scratchpad_bytes) {
-      scratchpad.resize(compiled_chunks.back()->scratchpad_bytes);
+  const size_t src_row_bytes =
+      memory::desc({1, s.in_features}, in_type, memory::format_tag::ab).get_size();
+  const size_t dst_row_bytes =
+      memory::desc({1, s.out_features}, out_type, memory::format_tag::ab).get_size();
+  for (int64_t first = 0; first < rows;) {
+    const int64_t chunk = NextChunkRows(rows - first);
+    const std::shared_ptr<const State::Compiled> compiled = s.ForRows(chunk);
+    if (scratchpad.size() < compiled->scratchpad_bytes) {
+      stream.wait();  // the chunks before may still read the old scratchpad
+      scratchpad.resize(compiled->scratchpad_bytes);
     }
-  }
-  int64_t first = 0;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const int64_t chunk = chunks[c];
-    const State::Compiled* compiled = compiled_chunks[c].get();
     memory src({{chunk, s.in_features}, in_type, memory::format_tag::ab}, engine,
                const_cast<uint8_t*>(static_cast<const uint8_t*>(src_data)) + first * src_row_bytes);
     memory dst({{chunk, s.out_features}, out_type, memory::format_tag::ab}, engine,

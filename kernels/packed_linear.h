@@ -11,7 +11,7 @@
 // A oneDNN primitive is compiled for a fixed number of rows (a runtime row
 // count falls back to oneDNN's reference kernel, ~1,000x slower in 2.6), so a
 // product runs as chunks of a few fixed row counts, each compiled once per
-// layer (packed_linear.cc: RowChunks); compiling one costs well under a
+// layer (packed_linear.cc: NextChunkRows); compiling one costs well under a
 // millisecond.
 #ifndef DOCSPARSE_KERNELS_PACKED_LINEAR_H_
 #define DOCSPARSE_KERNELS_PACKED_LINEAR_H_
@@ -58,7 +58,7 @@ class PackedLinear {
   const std::string& implementation() const;
 
   // How many row counts have a compiled product so far: at most 69, however
-  // many different row counts Run saw (packed_linear.cc, RowChunks).
+  // many different row counts Run saw (packed_linear.cc, NextChunkRows).
   size_t compiled_row_counts() const;
 
  private:

@@ -51,6 +51,15 @@ TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test
                          "bpe_spm", "bart_tokenizer")
 
 
+def save_summarizer(model, out):
+    """The checkpoint, a greedy generation_config.json and a docsparse.json serving "summarize"."""
+    model.eval().save_pretrained(out, safe_serialization=True)
+    GenerationConfig(decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1,
+                     num_beams=1, max_length=128).save_pretrained(out)
+    with open(os.path.join(out, "docsparse.json"), "w") as f:
+        f.write('{"tasks": ["summarize"], "precision": "fp32"}\n')
+
+
 def longformer(out):
     config = LongformerConfig(
         vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -69,11 +78,7 @@ def led(out):
         max_decoder_position_embeddings=1024, attention_window=[1024] * 6,
         activation_function="gelu", pad_token_id=1, bos_token_id=0, eos_token_id=2,
         decoder_start_token_id=2)
-    LEDForConditionalGeneration(config).eval().save_pretrained(out, safe_serialization=True)
-    GenerationConfig(decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1,
-                     num_beams=1, max_length=128).save_pretrained(out)
-    with open(os.path.join(out, "docsparse.json"), "w") as f:
-        f.write('{"tasks": ["summarize"], "precision": "fp32"}\n')
+    save_summarizer(LEDForConditionalGeneration(config), out)
 
 
 def modernbert(out):
@@ -104,12 +109,7 @@ def bigbird_pegasus(out):
         scale_embedding=True, pad_token_id=1, bos_token_id=0, eos_token_id=2,
         decoder_start_token_id=2, attention_type="block_sparse", block_size=64,
         num_random_blocks=3, use_bias=False)
-    BigBirdPegasusForConditionalGeneration(config).eval().save_pretrained(
-        out, safe_serialization=True)
-    GenerationConfig(decoder_start_token_id=2, bos_token_id=0, eos_token_id=2, pad_token_id=1,
-                     num_beams=1, max_length=128).save_pretrained(out)
-    with open(os.path.join(out, "docsparse.json"), "w") as f:
-        f.write('{"tasks": ["summarize"], "precision": "fp32"}\n')
+    save_summarizer(BigBirdPegasusForConditionalGeneration(config), out)
 
 
 def main():

@@ -136,7 +136,6 @@ absl::Status ParseModelFields(FieldReader& reader, BartConfig& config) {
 // BigBirdPegasusConfig's attention fields, its defaults where absent.
 absl::Status ParseBigBirdFields(FieldReader& reader, BartConfig& config) {
   ASSIGN_OR_RETURN(config.bigbird, ReadBigBirdFields(reader, /*use_bias_default=*/false));
-  config.attention_bias = config.bigbird->use_bias;
   return absl::OkStatus();
 }
 

@@ -118,12 +118,12 @@ struct BartConfig {
   // BigBird-Pegasus: the encoder's block-sparse attention (rescale_embeddings
   // is not used: scale_embedding is).
   std::optional<BigBirdFields> bigbird;
-  // The attention projections (self and cross, q/k/v/out) have biases;
-  // false for BigBird-Pegasus' use_bias false.
-  bool attention_bias = true;
 
   int head_dim() const { return hidden_size / num_heads; }
   int decoder_head_dim() const { return hidden_size / decoder_heads; }
+  // The attention projections (self and cross, q/k/v/out) have biases:
+  // all but BigBird-Pegasus with use_bias false.
+  bool attention_bias() const { return !bigbird.has_value() || bigbird->use_bias; }
   bool pre_layer_norm() const {
     return architecture == Seq2SeqArchitecture::kPegasus ||
            architecture == Seq2SeqArchitecture::kBigBirdPegasus;

@@ -50,14 +50,14 @@ absl::StatusOr<BartDecoderWeights> LoadBartDecoderWeights(const Checkpoint& chec
   }
   // A cross-attention bias, or zeros where the config's projections have none.
   const auto bias = [&](const std::string& name) {
-    return ReadBiasOrZeros(checkpoint, prefix + name, h, config.attention_bias);
+    return ReadBiasOrZeros(checkpoint, prefix + name, h, config.attention_bias());
   };
   for (int i = 0; i < config.decoder_layers; ++i) {
     const std::string p = absl::StrCat("decoder.layers.", i, ".");
     BartDecoderLayerWeights layer;
     ASSIGN_OR_RETURN(layer.self,
                      ReadBartLayerWeights(checkpoint, prefix + p, h, config.decoder_ffn_size,
-                                          SelfAttentionNames::kBart, config.attention_bias));
+                                          SelfAttentionNames::kBart, config.attention_bias()));
     BartCrossAttentionWeights& cross = layer.cross;
     ASSIGN_OR_RETURN(cross.q_weight, get(p + "encoder_attn.q_proj.weight", {h, h}));
     ASSIGN_OR_RETURN(cross.q_bias, bias(p + "encoder_attn.q_proj.bias"));

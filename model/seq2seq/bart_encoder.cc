@@ -133,7 +133,7 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& chec
         BartLayerWeights layer,
         ReadBartLayerWeights(checkpoint, absl::StrCat(prefix, "encoder.layers.", i, "."), h,
                              config.intermediate_size, EncoderSelfAttentionNames(config),
-                             config.attention_bias));
+                             config.attention_bias()));
     w.layers.push_back(std::move(layer));
   }
   return w;

@@ -118,6 +118,29 @@ TEST(Seq2SeqCheckpointTest, ReadsTheFixtureConfigs) {
 
 // google/pegasus-xsum's config.json carries fairseq-era keys at Pegasus'
 // values; they are accepted, and BART's values are not.
+// A fixture's config.json with one key changed (a null value: removed).
+struct ConfigCase {
+  std::string key;
+  json value;
+  std::string message;  // in the parser's error
+};
+
+// Each case's config is refused with its message.
+void ExpectEachCaseRefused(const std::string& fixture, const std::vector<ConfigCase>& cases) {
+  for (const ConfigCase& c : cases) {
+    json config = FixtureConfig(fixture);
+    if (c.value.is_null()) {
+      config.erase(c.key);
+    } else {
+      config[c.key] = c.value;
+    }
+    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
+    ASSERT_FALSE(result.ok()) << c.key;
+    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
+        << c.key << ": " << result.status();
+  }
+}
+
 TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
   json legacy = FixtureConfig("pegasus");
   legacy["normalize_before"] = true;
@@ -131,12 +154,7 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
   const absl::StatusOr<BartConfig> parsed = ParseBartConfig(legacy, "config.json");
   EXPECT_TRUE(parsed.ok()) << parsed.status();
 
-  struct Case {
-    std::string key;
-    json value;  // null: remove the key
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigCase> cases = {
       {"model_type", "t5",
        "field 'model_type': unsupported value \"t5\" (supported: bart, pegasus, led, "
        "bigbird_pegasus)"},
@@ -149,18 +167,7 @@ TEST(Seq2SeqCheckpointTest, PegasusConfigRules) {
       {"sparsity_type", "banded", "field 'sparsity_type': unsupported value \"banded\""},
       {"frobnicate", 1, "unknown field 'frobnicate' for model_type pegasus"},
   };
-  for (const Case& c : cases) {
-    json config = FixtureConfig("pegasus");
-    if (c.value.is_null()) {
-      config.erase(c.key);
-    } else {
-      config[c.key] = c.value;
-    }
-    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
-    ASSERT_FALSE(result.ok()) << c.key;
-    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
-        << c.key << ": " << result.status();
-  }
+  ExpectEachCaseRefused("pegasus", cases);
 }
 
 TEST(Seq2SeqCheckpointTest, LedConfigRules) {
@@ -175,12 +182,7 @@ TEST(Seq2SeqCheckpointTest, LedConfigRules) {
   EXPECT_FALSE(parsed->pre_layer_norm());
   EXPECT_FALSE(parsed->scale_embedding);
 
-  struct Case {
-    std::string key;
-    json value;  // null: remove the key
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigCase> cases = {
       {"attention_window", nullptr, "missing field 'attention_window'"},
       {"attention_window", 7, "7 is odd"},
       {"attention_window", json({8, 16}), "layers differ (8 and 16)"},
@@ -190,18 +192,7 @@ TEST(Seq2SeqCheckpointTest, LedConfigRules) {
       {"scale_embedding", true, "unknown field 'scale_embedding' for model_type led"},
       {"block_size", 16, "unknown field 'block_size' for model_type led"},
   };
-  for (const Case& c : cases) {
-    json config = FixtureConfig("led");
-    if (c.value.is_null()) {
-      config.erase(c.key);
-    } else {
-      config[c.key] = c.value;
-    }
-    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
-    ASSERT_FALSE(result.ok()) << c.key;
-    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
-        << c.key << ": " << result.status();
-  }
+  ExpectEachCaseRefused("led", cases);
 }
 
 TEST(Seq2SeqCheckpointTest, BigBirdPegasusConfigRules) {
@@ -217,7 +208,7 @@ TEST(Seq2SeqCheckpointTest, BigBirdPegasusConfigRules) {
   EXPECT_TRUE(parsed->pre_layer_norm());
   EXPECT_EQ(parsed->final_norm_name(), "layernorm_embedding");
   EXPECT_TRUE(parsed->scale_embedding);
-  EXPECT_FALSE(parsed->attention_bias);
+  EXPECT_FALSE(parsed->attention_bias());
   ASSERT_TRUE(parsed->bigbird.has_value());
   EXPECT_EQ(parsed->bigbird->block_size, 4);
   EXPECT_EQ(parsed->bigbird->num_random_blocks, 2);
@@ -226,12 +217,7 @@ TEST(Seq2SeqCheckpointTest, BigBirdPegasusConfigRules) {
   EXPECT_EQ(native.kind, AttentionKind::kBigBird);
   EXPECT_EQ(native.knobs.at("dense_up_to"), (5 + 2 * 2) * 4);
 
-  struct Case {
-    std::string key;
-    json value;  // null: remove the key
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigCase> cases = {
       {"attention_type", "dense", "field 'attention_type': unsupported value \"dense\""},
       {"block_size", 0, "field 'block_size'"},
       {"num_random_blocks", "3", "field 'num_random_blocks'"},
@@ -239,18 +225,7 @@ TEST(Seq2SeqCheckpointTest, BigBirdPegasusConfigRules) {
       {"scale_embedding", nullptr, "missing field 'scale_embedding'"},
       {"sparsity_type", "norm", "unknown field 'sparsity_type' for model_type bigbird_pegasus"},
   };
-  for (const Case& c : cases) {
-    json config = FixtureConfig("bigbird_pegasus");
-    if (c.value.is_null()) {
-      config.erase(c.key);
-    } else {
-      config[c.key] = c.value;
-    }
-    const absl::StatusOr<BartConfig> result = ParseBartConfig(config, "config.json");
-    ASSERT_FALSE(result.ok()) << c.key;
-    EXPECT_NE(result.status().message().find(c.message), std::string::npos)
-        << c.key << ": " << result.status();
-  }
+  ExpectEachCaseRefused("bigbird_pegasus", cases);
   // use_bias true: the biases must then be in the checkpoint.
   json biased = FixtureConfig("bigbird_pegasus");
   biased["use_bias"] = true;
