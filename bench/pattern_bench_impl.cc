@@ -1,5 +1,6 @@
-// `docsparse-bench attention --impl longformer|bigbird|sparse_transformer|star|modernbert`:
-// each position pattern through its planner (model/attention/planner_registry.h)
+// `docsparse-bench attention --impl longformer|bigbird|sparse_transformer|star|modernbert|etc|
+// lsh|routing|union`: each position and content pattern (and the default union, longformer +
+// lsh without an SBM model) through its planner (model/attention/planner_registry.h)
 // at its native knobs, or, with a case density, at the knobs its FitBudget
 // picks for that max_density. Planning is part of the timed Forward, as in
 // serving. Runs on the bench's thread count (LibTorch's, which the bench sets).
@@ -30,9 +31,10 @@ AttentionFactory PatternFactory(AttentionKind kind) {
 }
 
 const bool kPatternsRegistered = [] {
-  for (AttentionKind kind : {AttentionKind::kLongformer, AttentionKind::kBigBird,
-                             AttentionKind::kSparseTransformer, AttentionKind::kStar,
-                             AttentionKind::kModernBert}) {
+  for (AttentionKind kind :
+       {AttentionKind::kLongformer, AttentionKind::kBigBird, AttentionKind::kSparseTransformer,
+        AttentionKind::kStar, AttentionKind::kModernBert, AttentionKind::kEtc, AttentionKind::kLsh,
+        AttentionKind::kRouting, AttentionKind::kUnion}) {
     RegisterAttentionImpl(std::string(AttentionKindName(kind)), PatternFactory(kind));
   }
   return true;

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
 #include "model/checkpoint/hf_config.h"
@@ -34,6 +35,13 @@ ABSL_FLAG(int, fid_repeats, 1,
           "fidelity: forwards per line; the median time is printed (after one warm-up when > 1)");
 ABSL_FLAG(std::vector<std::string>, fid_planners, std::vector<std::string>(),
           "fidelity: the planners to run besides dense (default: every one the model serves)");
+ABSL_FLAG(std::vector<std::string>, fid_union, std::vector<std::string>(),
+          "fidelity: the union's parts (default: longformer and sbm where the model has "
+          "sbm.safetensors, else longformer and lsh)");
+ABSL_FLAG(std::vector<std::string>, fid_knobs, std::vector<std::string>(),
+          "fidelity: starting knobs, name=value, for every planner that has the knob (a union's "
+          "as part.knob); caps fit from them");
+ABSL_FLAG(bool, fid_native, true, "fidelity: also run each planner at its native knobs");
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(bool, json);
 
@@ -113,6 +121,22 @@ int RunFidelityBench() {
   }
   PlannerSource source = PlannerSourceOf(*config);
   source.model_dir = dir;
+  for (const std::string& part : absl::GetFlag(FLAGS_fid_union)) {
+    const std::optional<AttentionKind> kind = AttentionKindNamed(part);
+    if (!kind.has_value()) {
+      std::fprintf(stderr, "bad --fid_union %s\n", part.c_str());
+      return 2;
+    }
+    source.union_parts.push_back(*kind);
+  }
+  AttentionKnobValues start_knobs;
+  for (const std::string& knob : absl::GetFlag(FLAGS_fid_knobs)) {
+    const std::vector<std::string> parts = absl::StrSplit(knob, '=');
+    if (parts.size() != 2 || !absl::SimpleAtod(parts[1], &start_knobs[parts[0]])) {
+      std::fprintf(stderr, "bad --fid_knobs %s\n", knob.c_str());
+      return 2;
+    }
+  }
   // As the server serves the folder: its checkpoint's own attention.
   const NativeAttention checkpoint = NativeAttentionOf(*config);
   source.configured_knobs = checkpoint.knobs;
@@ -162,7 +186,8 @@ int RunFidelityBench() {
         continue;
       }
       const AttentionPlanner& planner = *(*planners)->Find(kind);
-      std::vector<std::string> caps = {"native"};
+      std::vector<std::string> caps;
+      if (absl::GetFlag(FLAGS_fid_native)) caps.push_back("native");
       for (const std::string& cap : absl::GetFlag(FLAGS_fid_caps)) caps.push_back(cap);
       for (const std::string& cap_text : caps) {
         AttentionCap cap;
@@ -172,8 +197,13 @@ int RunFidelityBench() {
           cap.max_density = cap_value;
         }
         // As the server plans a request (server/request_validation.cc).
+        AttentionKnobValues start;
+        const std::map<std::string, KnobRange> ranges = planner.Knobs();
+        for (const auto& [knob, value] : start_knobs) {
+          if (ranges.count(knob) > 0) start[knob] = value;
+        }
         const BudgetFit fit =
-            planner.FitBudget(cap, StartingKnobs(planner, {}), {tokens}, source.shape);
+            planner.FitBudget(cap, StartingKnobs(planner, start), {tokens}, source.shape);
         ItemAttentionOptions options;
         if (kind != native) options.kind = kind;
         options.knobs = fit.knobs;

@@ -45,7 +45,8 @@ ABSL_FLAG(double, max_attention_gflops, 0, "Budget: maximum attention GFLOP.");
 ABSL_FLAG(bool, strict, false, "Budget: fail instead of running over the cap.");
 ABSL_FLAG(std::string, attention, "",
           "Budget: the planner to run instead of the model's (dense, lsg, sbm, longformer, "
-          "bigbird, sparse_transformer, star, modernbert; `docsparse models` lists each "
+          "bigbird, sparse_transformer, star, modernbert, etc, lsh, routing, union; `docsparse "
+          "models` lists each "
           "model's).");
 ABSL_FLAG(std::string, knobs, "",
           "Budget: the planner's knobs, name=value[,name=value...] (e.g. window=256).");

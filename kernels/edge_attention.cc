@@ -29,10 +29,11 @@ struct RowScratch {
   float* acc;     // [head_dim]
 };
 
-// One query row with std::exp, the reference the AVX2 path is tested against.
+// One query row with std::exp, the reference the AVX2 path is tested against;
+// `bias` (or null) adds bias[t] to edge t's scaled score.
 void AttendRowPortable(const float* query, const float* keys, const float* values,
                        const int32_t* index, int64_t count, int32_t head_dim, float scale,
-                       const RowScratch& scratch, float* out) {
+                       const float* bias, const RowScratch& scratch, float* out) {
   float running_max = -std::numeric_limits<float>::infinity();
   float denominator = 0;
   std::fill(scratch.acc, scratch.acc + head_dim, 0.0f);
@@ -43,7 +44,7 @@ void AttendRowPortable(const float* query, const float* keys, const float* value
       const float* k = keys + static_cast<int64_t>(index[start + t]) * head_dim;
       float dot = 0;
       for (int32_t d = 0; d < head_dim; ++d) dot += query[d] * k[d];
-      scratch.scores[t] = dot * scale;
+      scratch.scores[t] = dot * scale + (bias != nullptr ? bias[start + t] : 0.0f);
       chunk_max = std::max(chunk_max, scratch.scores[t]);
     }
     if (chunk_max > running_max) {
@@ -78,7 +79,8 @@ DOCSPARSE_EDGE_AVX2 inline float HorizontalSum(__m256 v) {
 // so the hardware prefetcher cannot guess them). head_dim % 8 == 0.
 DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, const float* values,
                                        const int32_t* index, int64_t count, int32_t head_dim,
-                                       float scale, const RowScratch& scratch, float* out) {
+                                       float scale, const float* bias, const RowScratch& scratch,
+                                       float* out) {
   constexpr int kAhead = 6;
   const int32_t vectors = head_dim / 8;
   float running_max = -std::numeric_limits<float>::infinity();
@@ -108,7 +110,8 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
       if (c < vectors) {
         even = _mm256_fmadd_ps(_mm256_loadu_ps(query + 8 * c), _mm256_loadu_ps(k + 8 * c), even);
       }
-      const float score = HorizontalSum(_mm256_add_ps(even, odd)) * scale;
+      const float score = HorizontalSum(_mm256_add_ps(even, odd)) * scale +
+                          (bias != nullptr ? bias[start + t] : 0.0f);
       scratch.scores[t] = score;
       chunk_max = std::max(chunk_max, score);
     }
@@ -162,7 +165,7 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
 template <int kVectors>
 DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, const float* values,
                                         const int32_t* index, int64_t count, float scale,
-                                        const RowScratch& scratch, float* out) {
+                                        const float* bias, const RowScratch& scratch, float* out) {
   constexpr int kDim = 8 * kVectors;
   constexpr int kAhead = 16;
   float running_max = -std::numeric_limits<float>::infinity();
@@ -211,6 +214,9 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
                                                            _mm256_permute2f128_ps(u0, u1, 0x31)));
       }
     }
+    if (bias != nullptr) {
+      for (int t = 0; t < n; ++t) scratch.scores[t] += bias[start + t];
+    }
     float chunk_max = -std::numeric_limits<float>::infinity();
     for (int t = 0; t < n; ++t) chunk_max = std::max(chunk_max, scratch.scores[t]);
     const int padded = (n + 7) & ~7;
@@ -246,13 +252,13 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
 }
 
 using RowKernel = void (*)(const float*, const float*, const float*, const int32_t*, int64_t,
-                           int32_t, float, const RowScratch&, float*);
+                           int32_t, float, const float*, const RowScratch&, float*);
 
 template <int kVectors>
 void AttendRowFixedAdapter(const float* query, const float* keys, const float* values,
                            const int32_t* index, int64_t count, int32_t /*head_dim*/, float scale,
-                           const RowScratch& scratch, float* out) {
-  AttendRowFixed<kVectors>(query, keys, values, index, count, scale, scratch, out);
+                           const float* bias, const RowScratch& scratch, float* out) {
+  AttendRowFixed<kVectors>(query, keys, values, index, count, scale, bias, scratch, out);
 }
 
 // The row kernel for this call: fixed-size AVX2 kernels for the usual head
@@ -303,7 +309,7 @@ void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
         const int64_t begin = view.row_offsets[row];
         const int64_t count = view.row_offsets[row + 1] - begin;
         attend_row(p.q + offset, keys, values, view.keys + begin, count, p.head_dim, p.scale,
-                   scratch, out);
+                   view.logit_bias != nullptr ? view.logit_bias + begin : nullptr, scratch, out);
       }
     }
   };

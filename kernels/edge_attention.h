@@ -20,6 +20,10 @@ struct EdgeListView {
   const int32_t* keys;         // [row_offsets[rows]], each in [0, k_len)
   // Queries [0, rows) have a row; queries [rows, q_len) (padding) get zeros.
   int32_t rows;
+  // [row_offsets[rows]] or null: added to each edge's scaled score (a
+  // sampled edge's log inverse inclusion probability, so the softmax
+  // estimates the keys left out).
+  const float* logit_bias = nullptr;
 };
 
 // Which instruction set the executor uses. kAuto takes AVX2+FMA when the CPU

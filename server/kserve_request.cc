@@ -153,7 +153,7 @@ absl::Status ApplyParameter(const std::string& name, const Parameter& value,
       return absl::InvalidArgumentError(absl::StrCat(
           ParameterField(name), ": '", text,
           "' is not an attention kind (dense, lsg, sbm, longformer, bigbird, sparse_transformer, "
-          "star, lsh, routing, modernbert)"));
+          "star, modernbert, etc, lsh, routing, union)"));
     }
     call->budget.set_attention(kind);
   } else if (name == "labels") {

@@ -74,9 +74,9 @@ constexpr size_t kCodeCount = 17;  // grpc::StatusCode OK (0) .. UNAUTHENTICATED
 constexpr size_t kDropReasonCount = 3;
 constexpr size_t kGenerationStopCount = 2;
 // v1::AttentionKind without UNSPECIFIED: index = kind - 1.
-constexpr std::array<std::string_view, 10> kAttentionNames = {
+constexpr std::array<std::string_view, 12> kAttentionNames = {
     "dense", "lsg", "sbm",     "longformer", "bigbird", "sparse_transformer",
-    "star",  "lsh", "routing", "modernbert"};
+    "star",  "lsh", "routing", "modernbert", "etc",     "union"};
 static_assert(kAttentionNames.size() == v1::AttentionKind_MAX,
               "a new v1::AttentionKind needs its label value here");
 constexpr size_t kAttentionCount = kAttentionNames.size();

@@ -46,6 +46,10 @@ absl::StatusOr<std::unique_ptr<ModelPlanners>> MakePlanners(const std::string& p
   source.model_dir = path;
   if (native == checkpoint.kind) source.configured_knobs = checkpoint.knobs;
   for (const auto& [name, value] : choice.knobs) source.configured_knobs[name] = value;
+  for (const std::string& part : choice.union_parts) {
+    // serving_config.cc admits only planner names.
+    source.union_parts.push_back(*AttentionKindNamed(part));
+  }
   absl::StatusOr<std::unique_ptr<ModelPlanners>> planners =
       ModelPlanners::Make(native, source, alternatives);
   if (!planners.ok()) {

@@ -34,10 +34,15 @@ enum class AttentionKind {
   kSparseTransformer,
   kStar,
   kModernBert,
+  kEtc,
+  kLsh,
+  kRouting,
+  kUnion,
 };
 
 // Lower-case names: "dense", "lsg", "sbm", "longformer", "bigbird",
-// "sparse_transformer", "star", "modernbert" (docsparse.json's attention.kind, the metrics'
+// "sparse_transformer", "star", "modernbert", "etc", "lsh", "routing",
+// "union" (docsparse.json's attention.kind, the metrics'
 // label values, the proto's ATTENTION_KIND_<NAME>).
 std::string_view AttentionKindName(AttentionKind kind);
 // The kind named `name`, if any.

@@ -13,6 +13,8 @@ constexpr std::pair<AttentionKind, std::string_view> kAttentionKindNames[] = {
     {AttentionKind::kSbm, "sbm"},         {AttentionKind::kLongformer, "longformer"},
     {AttentionKind::kBigBird, "bigbird"}, {AttentionKind::kSparseTransformer, "sparse_transformer"},
     {AttentionKind::kStar, "star"},       {AttentionKind::kModernBert, "modernbert"},
+    {AttentionKind::kEtc, "etc"},         {AttentionKind::kLsh, "lsh"},
+    {AttentionKind::kRouting, "routing"}, {AttentionKind::kUnion, "union"},
 };
 
 }  // namespace

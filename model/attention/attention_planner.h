@@ -19,6 +19,8 @@
 
 namespace docsparse {
 
+class EdgePlanner;  // model/attention/edge_plan.h
+
 // One knob: its native value and the values a request may set.
 struct KnobRange {
   double native = 0;
@@ -94,6 +96,10 @@ class AttentionPlanner {
   // The mechanism that runs this planner's plans, reading each item's
   // ItemAttentionOptions::knobs and seed.
   virtual std::unique_ptr<AttentionMechanism> MakeMechanism() const = 0;
+  // Its plans as lists of pairs (model/attention/edge_plan.h), which unions
+  // of plans merge; null for a planner whose plans are not token pairs
+  // (dense, LSG's pooled keys).
+  virtual std::shared_ptr<const EdgePlanner> edge_planner() const { return nullptr; }
 };
 
 // Checks a request's knobs against `planner`: each name must be one of its

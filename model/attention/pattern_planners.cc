@@ -1,5 +1,5 @@
 // The position patterns as planners (DESIGN.md, "The planner contract"):
-// Longformer, BigBird, Sparse Transformer, Star and ModernBERT's scheme, each a table of knobs
+// Longformer, BigBird, Sparse Transformer, Star, ETC and ModernBERT's scheme, each a table of knobs
 // (native values and ranges), the pattern's plan function
 // (model/attention/*_pattern.h), the checks its knobs need together, and
 // the lattice its budgets move on. Priced exactly from the plans they run
@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/attention/bigbird_pattern.h"
+#include "model/attention/edge_plan.h"
+#include "model/attention/etc_pattern.h"
 #include "model/attention/knob_lattice.h"
 #include "model/attention/longformer_pattern.h"
 #include "model/attention/pattern_attention.h"
@@ -38,6 +40,29 @@ struct PatternDescription {
   std::function<KnobLattice(const AttentionKnobValues&)> lattice;
   bool samples = false;
   std::string floor;
+};
+
+// A position pattern's plan, handed out as lists of pairs.
+class PatternItemEdgePlan final : public ItemEdgePlan {
+ public:
+  explicit PatternItemEdgePlan(PatternPlan plan) : plan_(std::move(plan)) {}
+  HeadEdgeList Head(int32_t head) override { return PatternHeadEdges(plan_, head); }
+
+ private:
+  PatternPlan plan_;
+};
+
+class PatternEdgePlanner final : public EdgePlanner {
+ public:
+  explicit PatternEdgePlanner(PatternPlanner plan) : plan_(std::move(plan)) {}
+  std::unique_ptr<ItemEdgePlan> PlanItem(const ItemPlanInput& input) const override {
+    return std::make_unique<PatternItemEdgePlan>(
+        plan_(input.knobs, static_cast<int32_t>(input.query.size(1)),
+              static_cast<int32_t>(input.query.size(0)), input.seed, input.layer));
+  }
+
+ private:
+  PatternPlanner plan_;
 };
 
 class PositionPatternPlanner final : public AttentionPlanner {
@@ -103,6 +128,11 @@ class PositionPatternPlanner final : public AttentionPlanner {
 
   std::unique_ptr<AttentionMechanism> MakeMechanism() const override {
     return MakePatternAttention(pattern_.kind, pattern_.plan, StartingKnobs(*this, {}));
+  }
+  // Longformer's global rows take the ordinary projections in this form
+  // (a union has no place for a checkpoint's query_global).
+  std::shared_ptr<const EdgePlanner> edge_planner() const override {
+    return std::make_shared<PatternEdgePlanner>(pattern_.plan);
   }
 
  private:
@@ -294,6 +324,28 @@ PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
   return p;
 }
 
+// ETC: the global input is an LSG checkpoint's prepended global tokens
+// where it has them (a separate input, as in ETC), else the first token.
+PatternDescription Etc(int64_t prepended) {
+  PatternDescription p;
+  p.kind = AttentionKind::kEtc;
+  p.knobs = {
+      {"global_tokens", {static_cast<double>(std::max<int64_t>(1, prepended)), 0, 1 << 16}},
+      {"radius", {256, 0, 1 << 20}},
+      {"hard_g2l", {1, 0, 1}},
+  };
+  p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
+    return PlanEtc(EtcKnobs{Knob(k, "global_tokens"), Knob(k, "radius"), Knob(k, "hard_g2l") != 0},
+                   length, heads);
+  };
+  p.validate = [](const AttentionKnobValues&) { return absl::OkStatus(); };
+  p.lattice = [](const AttentionKnobValues& start) {
+    return KnobLattice{{"radius", Down(start, "radius", 4)}};
+  };
+  p.floor = "etc: radius 4, the global tokens kept";
+  return p;
+}
+
 std::unique_ptr<AttentionPlanner> Make(PatternDescription pattern, const PlannerSource& source) {
   return std::make_unique<PositionPatternPlanner>(std::move(pattern), source);
 }
@@ -318,6 +370,10 @@ std::unique_ptr<AttentionPlanner> MakeModernBertPlanner(const PlannerSource& sou
 
 std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source) {
   return Make(Star(), source);
+}
+
+std::unique_ptr<AttentionPlanner> MakeEtcPlanner(const PlannerSource& source) {
+  return Make(Etc(source.prepended_tokens()), source);
 }
 
 }  // namespace docsparse

@@ -30,6 +30,16 @@ absl::StatusOr<std::unique_ptr<AttentionPlanner>> Star(const PlannerSource& sour
 absl::StatusOr<std::unique_ptr<AttentionPlanner>> ModernBert(const PlannerSource& source) {
   return MakeModernBertPlanner(source);
 }
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> Etc(const PlannerSource& source) {
+  return MakeEtcPlanner(source);
+}
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> Lsh(const PlannerSource& source) {
+  return MakeLshPlanner(source);
+}
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> Routing(const PlannerSource& source) {
+  return MakeRoutingPlanner(source);
+}
+bool HasUnionParts(const PlannerSource& source);
 
 struct Registration {
   AttentionKind kind;
@@ -50,6 +60,11 @@ const Registration kPlanners[] = {
     {AttentionKind::kSparseTransformer, Always, SparseTransformer, ""},
     {AttentionKind::kStar, Always, Star, ""},
     {AttentionKind::kModernBert, Always, ModernBert, ""},
+    {AttentionKind::kEtc, Always, Etc, ""},
+    {AttentionKind::kLsh, Always, Lsh, ""},
+    {AttentionKind::kRouting, Always, Routing, ""},
+    {AttentionKind::kUnion, HasUnionParts, MakeUnionPlanner,
+     "every planner its union lists (docsparse.json's attention.union)"},
 };
 
 const Registration* Find(AttentionKind kind) {
@@ -57,6 +72,14 @@ const Registration* Find(AttentionKind kind) {
     if (registration.kind == kind) return &registration;
   }
   return nullptr;
+}
+
+bool HasUnionParts(const PlannerSource& source) {
+  for (AttentionKind kind : UnionPartsOf(source)) {
+    const Registration* part = Find(kind);
+    if (part == nullptr || kind == AttentionKind::kUnion || !part->available(source)) return false;
+  }
+  return true;
 }
 
 }  // namespace

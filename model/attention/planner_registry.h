@@ -34,6 +34,9 @@ struct PlannerSource {
   // modernbert planner); empty: every third from layer 0, ModernBERT's
   // default.
   std::vector<bool> full_attention_layers;
+  // docsparse.json's attention.union: the union planner's parts; empty:
+  // UnionPartsOf's default.
+  std::vector<AttentionKind> union_parts;
 
   int64_t prepended_tokens() const { return lsg.has_value() ? lsg->num_global_tokens : 0; }
 };
@@ -72,6 +75,15 @@ std::unique_ptr<AttentionPlanner> MakeBigBirdPlanner(const PlannerSource& source
 std::unique_ptr<AttentionPlanner> MakeSparseTransformerPlanner(const PlannerSource& source);
 std::unique_ptr<AttentionPlanner> MakeStarPlanner(const PlannerSource& source);
 std::unique_ptr<AttentionPlanner> MakeModernBertPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeEtcPlanner(const PlannerSource& source);
+// The content patterns (model/attention/content_planners.cc).
+std::unique_ptr<AttentionPlanner> MakeLshPlanner(const PlannerSource& source);
+std::unique_ptr<AttentionPlanner> MakeRoutingPlanner(const PlannerSource& source);
+// The union of plans (model/attention/union_planner.cc) over
+// UnionPartsOf(source): source.union_parts, else longformer and sbm where
+// the model has sbm.safetensors, else longformer and lsh.
+absl::StatusOr<std::unique_ptr<AttentionPlanner>> MakeUnionPlanner(const PlannerSource& source);
+std::vector<AttentionKind> UnionPartsOf(const PlannerSource& source);
 
 // The shape the cost model prices an encoder by. ModernBERT's GeGLU counts
 // as an intermediate of 3/2 its width: Wi makes twice the width, so a layer's

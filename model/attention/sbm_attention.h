@@ -12,10 +12,17 @@
 //                              caps);
 //   knobs.edge_regularization  β otherwise (0 = as calibrated, larger =
 //                              sparser);
+//   knobs.inclusion_correction 1: each sampled edge's score gets
+//                              −log π_ij, π_ij = 1 − e^(−p_ij) its chance of
+//                              being drawn, so that the row's softmax is a
+//                              Horvitz-Thompson estimate of the dense one
+//                              (not in the paper; the planner's default);
+//                              0 (this mechanism's default): the paper's
+//                              softmax over the drawn edges;
 //   seed                       the sampling seed (the request's seed, else
 //                        SbmSeedFromRequestId): same seed, same document,
 //                        same plan, for any batch and thread count.
-// Items without options use SbmAttentionOptions' defaults.
+// Items without options use SbmAttentionOptions' knobs and seed 0.
 //
 // Per item and layer it reports (ItemAttentionCost):
 //   head_edges[h]           distinct edges sampled (real tokens only), what
@@ -23,7 +30,8 @@
 //   head_expected_edges[h]  Σ_ij (1 − e^(−p_ij)) at the chosen β, the
 //                           expectation of head_edges before sampling;
 //   planner_flops           SbmPlannerFlops (model/attention/sbm_planner.h):
-//                           memberships, β solve, tables, sampling;
+//                           memberships, β solve, tables, sampling; with the
+//                           correction, 2k + 4 more per edge;
 //   raised_to_floor         the budget asked for less than the floor below.
 #ifndef DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
 #define DOCSPARSE_MODEL_ATTENTION_SBM_ATTENTION_H_
@@ -35,6 +43,7 @@
 
 #include "model/attention/attention.h"
 #include "model/attention/cost_model.h"
+#include "model/attention/edge_plan.h"
 #include "model/attention/sbm_parameters.h"
 
 namespace docsparse {
@@ -42,13 +51,18 @@ namespace docsparse {
 // SBM's knobs (ItemAttentionOptions::knobs).
 inline constexpr char kSbmEdgeRegularizationKnob[] = "edge_regularization";
 inline constexpr char kSbmTargetDensityKnob[] = "target_density";
+// 1: each sampled edge's score gets −log of its inclusion probability, so
+// the softmax estimates the keys left out (Horvitz-Thompson); 0: as the paper
+// (see below).
+inline constexpr char kSbmInclusionCorrectionKnob[] = "inclusion_correction";
 
 struct SbmAttentionOptions {
   // Threads for the planner's and executor's loops; 0 = at::get_num_threads()
   // at each call.
   int num_threads = 0;
-  // Used for items without ItemAttentionOptions.
-  ItemAttentionOptions defaults;
+  // The knobs of items without ItemAttentionOptions, and under each item's
+  // own (those items sample with seed 0).
+  AttentionKnobValues knobs;
 };
 
 // `parameters` must match the encoder the mechanism is plugged into (layers,
@@ -57,6 +71,12 @@ struct SbmAttentionOptions {
 // match them.
 std::unique_ptr<AttentionMechanism> MakeSbmAttention(
     std::shared_ptr<const SbmParameters> parameters, SbmAttentionOptions options = {});
+
+// SBM's plans as lists of pairs (model/attention/edge_plan.h), for unions
+// of plans: the same knobs, seeds and cost as MakeSbmAttention's, with the
+// planner's keys sorted within each row.
+std::shared_ptr<const EdgePlanner> MakeSbmEdgePlanner(
+    std::shared_ptr<const SbmParameters> parameters);
 
 // SBM's floor (the cheapest plan it admits; DESIGN.md "Budgets"): a
 // budget's β or density target that would leave fewer expected distinct

@@ -30,6 +30,10 @@ class SbmPlanner final : public AttentionPlanner {
         {kSbmEdgeRegularizationKnob,
          {KnobOr(configured_, kSbmEdgeRegularizationKnob, 0), -kAnyFinite, kAnyFinite, false}},
         {kSbmTargetDensityKnob, {KnobOr(configured_, kSbmTargetDensityKnob, 0), 0, 1, false}},
+        // On by default when served: it keeps far more of the dense
+        // output at the same density (docs/BENCHMARKS.md); 0 is the paper's.
+        {kSbmInclusionCorrectionKnob,
+         {KnobOr(configured_, kSbmInclusionCorrectionKnob, 1), 0, 1, true}},
     };
   }
 
@@ -79,8 +83,11 @@ class SbmPlanner final : public AttentionPlanner {
 
   std::unique_ptr<AttentionMechanism> MakeMechanism() const override {
     SbmAttentionOptions options;
-    options.defaults.knobs = configured_;
+    options.knobs = StartingKnobs(*this, {});
     return MakeSbmAttention(parameters_, options);
+  }
+  std::shared_ptr<const EdgePlanner> edge_planner() const override {
+    return MakeSbmEdgePlanner(parameters_);
   }
 
  private:

@@ -203,6 +203,30 @@ double SbmHeadSampler::EdgeProbability(int64_t query, int64_t key) const {
   return p;
 }
 
+void SbmHeadSampler::LogInverseInclusion(const SbmHeadEdges& edges, float* out) const {
+  // Key memberships by token ([tokens, k]) so that each edge reads k
+  // contiguous floats.
+  std::vector<float> key_rows(static_cast<size_t>(tokens_) * k_);
+  for (int b = 0; b < k_; ++b) {
+    const float* column = key_membership_t_.data() + static_cast<size_t>(b) * tokens_;
+    for (int64_t j = 0; j < tokens_; ++j) key_rows[static_cast<size_t>(j) * k_ + b] = column[j];
+  }
+  const int64_t rows = static_cast<int64_t>(edges.row_offsets.size()) - 1;
+  at::parallel_for(0, rows, 64, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const float* r = row_profile_.data() + i * k_;
+      for (int64_t e = edges.row_offsets[i]; e < edges.row_offsets[i + 1]; ++e) {
+        const float* m = key_rows.data() + static_cast<size_t>(edges.keys[e]) * k_;
+        float p = 0;
+        for (int b = 0; b < k_; ++b) p += r[b] * m[b];
+        // π = 1 − e^(−p); a drawn edge has p > 0, the floor guards rounding.
+        // Above p = 16, −log π < 1.2e-7: 0 without the exp and log.
+        out[e] = p > 16 ? 0.0f : -std::log(-std::expm1(-std::max(p, 1e-12f)));
+      }
+    }
+  });
+}
+
 double SbmHeadSampler::EstimateDistinctRatio(uint64_t key, int samples) const {
   if (!(expected_multigraph_ > 0) || samples <= 0) return 1;
   // j | b by binary search over the key columns' running sums: O(tokens·k)

@@ -75,6 +75,11 @@ class SbmHeadSampler {
   // fixed chunks run with at::parallel_for. Requires PrepareSampling().
   SbmHeadEdges Sample(uint64_t head_key) const;
 
+  // −log(1 − e^(−p_ij)) for each edge of `edges` (CSR by query over this
+  // head's tokens), into `out` [edges.edges()]: the log inverse chance that
+  // the sampler draws edge ij. O(k) per edge, rows in parallel.
+  void LogInverseInclusion(const SbmHeadEdges& edges, float* out) const;
+
  private:
   SbmHeadSampler() = default;
   // Appends row `row`'s distinct keys to `out`; returns the

@@ -104,7 +104,9 @@ class SbmLayerPlanner {
   SbmLayerDecision Decide(const SbmBudget& budget, uint64_t layer_key);
   // Head `head`'s graph at the decided β; frees the head's tables. Call
   // after Decide, once per head.
-  SbmHeadEdges SampleHead(int head);
+  // Rows come back ascending. With `inclusion_bias`, it gets −log π_ij per
+  // edge (π_ij = 1 − e^(−p_ij), the edge's chance of being drawn).
+  SbmHeadEdges SampleHead(int head, std::vector<float>* inclusion_bias = nullptr);
   // The decided head's sampler (null before Decide or after SampleHead).
   const SbmHeadSampler* sampler(int head) const { return samplers_[head].get(); }
 

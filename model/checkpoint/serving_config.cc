@@ -174,7 +174,39 @@ absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoi
                                           {"bigbird", "bigbird"},
                                           {"sparse_transformer", "sparse_transformer"},
                                           {"star", "star"},
-                                          {"modernbert", "modernbert"}}));
+                                          {"modernbert", "modernbert"},
+                                          {"etc", "etc"},
+                                          {"lsh", "lsh"},
+                                          {"routing", "routing"},
+                                          {"union", "union"}}));
+  }
+  if (const json* parts = reader.Get("union")) {
+    const std::string path = reader.PathOf("union");
+    if (!parts->is_array()) return v.TypeError(path, "array", *parts);
+    if (parts->size() < 2 || parts->size() > 4) {
+      return v.Error(path, absl::StrFormat("has %d planners; a union takes 2 to 4",
+                                           static_cast<int>(parts->size())));
+    }
+    for (size_t i = 0; i < parts->size(); ++i) {
+      // Planners whose plans are token pairs (model/attention/edge_plan.h).
+      ASSIGN_OR_RETURN(std::string part,
+                       v.Enum<std::string>(absl::StrCat(path, "[", i, "]"), (*parts)[i],
+                                           {{"sbm", "sbm"},
+                                            {"longformer", "longformer"},
+                                            {"bigbird", "bigbird"},
+                                            {"sparse_transformer", "sparse_transformer"},
+                                            {"star", "star"},
+                                            {"modernbert", "modernbert"},
+                                            {"etc", "etc"},
+                                            {"lsh", "lsh"},
+                                            {"routing", "routing"}}));
+      if (std::find(attention.union_parts.begin(), attention.union_parts.end(), part) !=
+          attention.union_parts.end()) {
+        return v.Error(absl::StrCat(path, "[", i, "]"),
+                       absl::StrFormat("\"%s\" is listed twice", part));
+      }
+      attention.union_parts.push_back(std::move(part));
+    }
   }
   if (const json* knobs = reader.Get("knobs")) {
     // Names and ranges are the planner's, checked when the model loads.

@@ -65,14 +65,23 @@ std::string_view OverflowPolicyName(OverflowPolicy overflow);
 //            what the reference runs on short inputs);
 //   "lsg":    requires an LSG checkpoint (docsparse-convert lsg makes one);
 //   "sbm":    requires sbm.safetensors beside the checkpoint;
-//   "longformer", "bigbird", "sparse_transformer", "star", "modernbert": the position
-//            patterns, on any encoder (model/attention/*_pattern.h).
+//   "longformer", "bigbird", "sparse_transformer", "star", "modernbert", "etc": the position
+//            patterns, on any encoder (model/attention/*_pattern.h);
+//   "lsh", "routing": the content patterns, on any encoder;
+//   "union":  the union of the planners listed in "union" (default
+//            longformer and sbm where sbm.safetensors is present, else
+//            longformer and lsh), each pair computed once.
 // "knobs" sets the native values of that planner's knobs by name, e.g.
 // {"kind": "longformer", "knobs": {"window": 256, "global_tokens": 1}};
-// names and ranges are checked against the planner when the model loads.
+// a union's knobs are its parts' as "<part>.<knob>" ("sbm.target_density").
+// Names and ranges are checked against the planner when the model loads.
 struct AttentionChoice {
   std::string kind = "native";
   std::map<std::string, double> knobs;
+  // 2 to 4 distinct planners whose plans are token pairs: sbm and the
+  // position and content patterns (not dense, lsg or union). Empty: the
+  // default above.
+  std::vector<std::string> union_parts;
 };
 
 struct ZeroShotLabel {

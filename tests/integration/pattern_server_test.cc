@@ -1,8 +1,9 @@
-// The position patterns through the real server (the planner contract,
-// DESIGN.md): any encoder serves Longformer, BigBird, Sparse Transformer and
-// Star by budget.attention, with a request's knobs by name, budgets that move
-// them, cost reports that name them, and a model folder whose docsparse.json
-// makes one of them its own.
+// The position and content patterns through the real server (the planner
+// contract, DESIGN.md): any encoder serves Longformer, BigBird, Sparse
+// Transformer, Star, ETC, LSH, routing and a union of plans by
+// budget.attention, with a request's knobs by name, budgets that move them,
+// cost reports that name them, and model folders whose docsparse.json makes
+// one of them (BigBird; a union of Star and LSH) their own.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,21 +21,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// models/minilm-lsg as it is, and a copy whose docsparse.json serves BigBird.
+// A copy of models/minilm-lsg's files with `docsparse_json` as its own.
+void AddCopy(const fs::path& dir, const std::string& name, const std::string& docsparse_json) {
+  const fs::path lsg = testing::SourcePath("models/minilm-lsg");
+  fs::create_directories(dir / name);
+  for (const auto& entry : fs::directory_iterator(lsg)) {
+    if (entry.path().filename() == "docsparse.json") continue;
+    fs::create_symlink(entry.path(), dir / name / entry.path().filename());
+  }
+  std::ofstream(dir / name / "docsparse.json") << docsparse_json;
+}
+
+// models/minilm-lsg as it is, a copy whose docsparse.json serves BigBird and
+// one that serves a union of Star and LSH.
 fs::path PatternRepository() {
   const fs::path dir =
       fs::path(::testing::TempDir()) / ("docsparse-pattern-models." + std::to_string(getpid()));
   fs::remove_all(dir);
-  fs::create_directories(dir / "minilm-bigbird");
-  const fs::path lsg = testing::SourcePath("models/minilm-lsg");
-  fs::create_directory_symlink(lsg, dir / "minilm-lsg");
-  for (const auto& entry : fs::directory_iterator(lsg)) {
-    if (entry.path().filename() == "docsparse.json") continue;
-    fs::create_symlink(entry.path(), dir / "minilm-bigbird" / entry.path().filename());
-  }
-  std::ofstream(dir / "minilm-bigbird" / "docsparse.json")
-      << R"({"tasks": ["embed"], "max_document_tokens": 65536, "overflow": "chunk",
-             "attention": {"kind": "bigbird", "knobs": {"block_size": 32, "random_blocks": 2}}})";
+  fs::create_directories(dir);
+  fs::create_directory_symlink(testing::SourcePath("models/minilm-lsg"), dir / "minilm-lsg");
+  AddCopy(dir, "minilm-bigbird",
+          R"({"tasks": ["embed"], "max_document_tokens": 65536, "overflow": "chunk",
+             "attention": {"kind": "bigbird", "knobs": {"block_size": 32, "random_blocks": 2}}})");
+  AddCopy(dir, "minilm-union",
+          R"({"tasks": ["embed"], "max_document_tokens": 65536, "overflow": "chunk",
+             "attention": {"kind": "union", "union": ["star", "lsh"],
+                           "knobs": {"lsh.chunk": 32}}})");
   return dir;
 }
 
@@ -91,7 +103,8 @@ TEST_F(PatternServerTest, EveryEncoderListsThePatternsWithTheirKnobs) {
     std::set<int> kinds(model.available_attention().begin(), model.available_attention().end());
     for (int kind :
          {v1::ATTENTION_KIND_DENSE, v1::ATTENTION_KIND_LONGFORMER, v1::ATTENTION_KIND_BIGBIRD,
-          v1::ATTENTION_KIND_SPARSE_TRANSFORMER, v1::ATTENTION_KIND_STAR}) {
+          v1::ATTENTION_KIND_SPARSE_TRANSFORMER, v1::ATTENTION_KIND_STAR, v1::ATTENTION_KIND_ETC,
+          v1::ATTENTION_KIND_LSH, v1::ATTENTION_KIND_ROUTING, v1::ATTENTION_KIND_UNION}) {
       EXPECT_EQ(kinds.count(kind), 1u) << model.name() << " lacks " << kind;
     }
     ASSERT_EQ(model.planners_size(), model.available_attention_size());
@@ -113,6 +126,36 @@ TEST_F(PatternServerTest, EveryEncoderListsThePatternsWithTheirKnobs) {
   }
 }
 
+TEST_F(PatternServerTest, AFolderServesTheUnionItsDocsparseJsonNames) {
+  auto models = client_->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  const v1::ModelInfo* served = nullptr;
+  for (const v1::ModelInfo& model : models->models()) {
+    if (model.name() == "minilm-union") served = &model;
+  }
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->attention(), v1::ATTENTION_KIND_UNION);
+  for (const v1::PlannerInfo& planner : served->planners()) {
+    if (planner.attention() != v1::ATTENTION_KIND_UNION) continue;
+    EXPECT_EQ(planner.knobs().at("lsh.chunk").native(), 32);
+    EXPECT_EQ(planner.knobs().count("star.radius"), 1u);
+    EXPECT_EQ(planner.knobs().count("longformer.window"), 0u);
+  }
+
+  v1::EmbedRequest request = Gpl3();
+  request.set_model("minilm-union");
+  auto response = client_->Embed(request, absl::Seconds(300));
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::CostReport& cost = response->cost();
+  EXPECT_EQ(cost.attention(), v1::ATTENTION_KIND_UNION);
+  EXPECT_EQ(cost.knobs().values().at("lsh.chunk"), 32);
+  // Star's band of 3 and a relay token, plus LSH's 2 rounds of two 32-key
+  // chunks, over ~6,800 tokens: at most (3 + 1 + 128) keys per row and the
+  // relay row, counted once.
+  EXPECT_GT(cost.mean_density(), 0.0);
+  EXPECT_LT(cost.mean_density(), 0.03);
+}
+
 TEST_F(PatternServerTest, EachPatternEmbedsALongDocumentInOnePassAndReportsItsKnobs) {
   v1::EmbedRequest dense_request = Gpl3();
   dense_request.mutable_budget()->set_attention(v1::ATTENTION_KIND_DENSE);
@@ -122,7 +165,11 @@ TEST_F(PatternServerTest, EachPatternEmbedsALongDocumentInOnePassAndReportsItsKn
            {v1::ATTENTION_KIND_LONGFORMER, "window"},
            {v1::ATTENTION_KIND_BIGBIRD, "random_blocks"},
            {v1::ATTENTION_KIND_SPARSE_TRANSFORMER, "stride"},
-           {v1::ATTENTION_KIND_STAR, "radius"}}) {
+           {v1::ATTENTION_KIND_STAR, "radius"},
+           {v1::ATTENTION_KIND_ETC, "hard_g2l"},
+           {v1::ATTENTION_KIND_LSH, "chunk"},
+           {v1::ATTENTION_KIND_ROUTING, "clusters"},
+           {v1::ATTENTION_KIND_UNION, "lsh.chunk"}}) {
     v1::EmbedRequest request = Gpl3();
     request.mutable_budget()->set_attention(kind);
     request.mutable_options()->set_return_mask_map(true);
@@ -140,8 +187,13 @@ TEST_F(PatternServerTest, EachPatternEmbedsALongDocumentInOnePassAndReportsItsKn
                 v1::AttentionKind_Name(kind).c_str(), cost.mean_density(),
                 cost.attention_flops() / 1e9, dense->cost().attention_flops() / 1e9, cosine);
     // Untrained, a band of 3 (Star) keeps little of the dense embedding
-    // (0.59 when written); the wide patterns keep ~0.9.
-    EXPECT_GT(cosine, kind == v1::ATTENTION_KIND_STAR ? 0.45 : 0.85) << kind;
+    // (0.59 when written) and routing's clusters not much more (0.75); LSH
+    // 0.85, the wide patterns and the default union (Longformer + LSH) ~0.9.
+    const double floor = kind == v1::ATTENTION_KIND_STAR      ? 0.45
+                         : kind == v1::ATTENTION_KIND_ROUTING ? 0.65
+                         : kind == v1::ATTENTION_KIND_LSH     ? 0.78
+                                                              : 0.85;
+    EXPECT_GT(cosine, floor) << kind;
   }
 }
 

@@ -196,10 +196,11 @@ TEST_F(SbmServerTest, ARequestMayRunDenseAttentionInsteadAndSaysSo) {
   EXPECT_EQ(models->models(0).attention(), v1::ATTENTION_KIND_SBM);
   EXPECT_EQ(std::vector<int>(models->models(0).available_attention().begin(),
                              models->models(0).available_attention().end()),
-            (std::vector<int>{v1::ATTENTION_KIND_SBM, v1::ATTENTION_KIND_DENSE,
-                              v1::ATTENTION_KIND_LONGFORMER, v1::ATTENTION_KIND_BIGBIRD,
-                              v1::ATTENTION_KIND_SPARSE_TRANSFORMER, v1::ATTENTION_KIND_STAR,
-                              v1::ATTENTION_KIND_MODERNBERT}));
+            (std::vector<int>{
+                v1::ATTENTION_KIND_SBM, v1::ATTENTION_KIND_DENSE, v1::ATTENTION_KIND_LONGFORMER,
+                v1::ATTENTION_KIND_BIGBIRD, v1::ATTENTION_KIND_SPARSE_TRANSFORMER,
+                v1::ATTENTION_KIND_STAR, v1::ATTENTION_KIND_MODERNBERT, v1::ATTENTION_KIND_ETC,
+                v1::ATTENTION_KIND_LSH, v1::ATTENTION_KIND_ROUTING, v1::ATTENTION_KIND_UNION}));
 
   v1::EmbedRequest request;
   request.mutable_document()->set_text(testing::ReadFile("/usr/share/common-licenses/Apache-2.0"));

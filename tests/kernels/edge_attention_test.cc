@@ -21,6 +21,8 @@ struct Problem {
   std::vector<std::vector<int64_t>> offsets;
   std::vector<std::vector<int32_t>> keys;
   std::vector<int32_t> rows;
+  // Per (item, head): a logit bias per edge, or empty.
+  std::vector<std::vector<float>> bias;
 };
 
 // Random q, k, v; item b has lengths[b] real tokens (the rest is padding, with
@@ -29,7 +31,8 @@ struct Problem {
 // is left empty.
 Problem MakeProblem(int heads, int seq, int head_dim, const std::vector<int>& lengths,
                     double density, int empty_every, uint32_t seed) {
-  Problem p{static_cast<int>(lengths.size()), heads, seq, seq, head_dim, {}, {}, {}, {}, {}, {}};
+  Problem p{
+      static_cast<int>(lengths.size()), heads, seq, seq, head_dim, {}, {}, {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, 1);
   // q and k at twice unit scale spread the scores (several chunk maxima per
@@ -65,7 +68,8 @@ std::vector<float> RunKernel(const Problem& p, int threads, EdgeKernelIsa isa) {
   std::vector<float> out(p.q.size(), -7.0f);  // every element must be written
   std::vector<EdgeListView> views;
   for (size_t i = 0; i < p.keys.size(); ++i) {
-    views.push_back({p.offsets[i].data(), p.keys[i].data(), p.rows[i]});
+    views.push_back({p.offsets[i].data(), p.keys[i].data(), p.rows[i],
+                     p.bias.empty() ? nullptr : p.bias[i].data()});
   }
   EdgeAttentionParams params{p.q.data(),
                              p.k.data(),
@@ -96,7 +100,8 @@ std::vector<float> Reference(const Problem& p) {
         const float* k = &p.k[(static_cast<size_t>(bh) * p.k_len + p.keys[bh][e]) * p.head_dim];
         double dot = 0;
         for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(q[d]) * k[d];
-        scores.push_back(dot / std::sqrt(static_cast<double>(p.head_dim)));
+        scores.push_back(dot / std::sqrt(static_cast<double>(p.head_dim)) +
+                         (p.bias.empty() ? 0.0 : p.bias[bh][e]));
       }
       const double max_score = *std::max_element(scores.begin(), scores.end());
       double total = 0;
@@ -179,6 +184,32 @@ TEST(EdgeAttentionTest, ThreadCountDoesNotChangeBits) {
     EXPECT_EQ(one, RunKernel(p, 2, isa));
     EXPECT_EQ(one, RunKernel(p, 5, isa));
   }
+}
+
+TEST(EdgeAttentionTest, LogitBiasAddsToEachEdgesScore) {
+  Problem p = MakeProblem(2, 90, 24, {90, 41}, 0.5, 7, 3);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> uniform(0, 6);
+  for (const std::vector<int32_t>& keys : p.keys) {
+    std::vector<float> bias(keys.size());
+    for (float& b : bias) b = uniform(rng);
+    p.bias.push_back(std::move(bias));
+  }
+  const std::vector<float> want = Reference(p);
+  EXPECT_LE(MaxAbsDiff(RunKernel(p, 2, EdgeKernelIsa::kAuto), want), 1e-5);
+  EXPECT_LE(MaxAbsDiff(RunKernel(p, 2, EdgeKernelIsa::kPortable), want), 1e-5);
+  for (const int head_dim : {16, 32, 40, 64}) {  // the fixed-size kernels and the generic one
+    Problem q = MakeProblem(2, 70, head_dim, {70, 33}, 0.6, 0, 5);
+    for (const std::vector<int32_t>& keys : q.keys) {
+      std::vector<float> bias(keys.size());
+      for (float& b : bias) b = uniform(rng);
+      q.bias.push_back(std::move(bias));
+    }
+    EXPECT_LE(MaxAbsDiff(RunKernel(q, 2, EdgeKernelIsa::kAuto), Reference(q)), 1e-5) << head_dim;
+  }
+  p.bias.clear();
+  EXPECT_GT(MaxAbsDiff(RunKernel(p, 2, EdgeKernelIsa::kAuto), want), 1e-2)
+      << "the biases move the output";
 }
 
 }  // namespace

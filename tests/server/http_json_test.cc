@@ -64,7 +64,7 @@ TEST(HttpJsonTest, EveryBadFieldIsNamed) {
       {R"({"budget": {"strict": "yes"}})", "budget.strict: must be a boolean, not string"},
       {R"({"budget": {"attention": "fancy"}})",
        "budget.attention: \"fancy\" is not one of dense, lsg, sbm, longformer, bigbird, "
-       "sparse_transformer, star, lsh, routing, modernbert"},
+       "sparse_transformer, star, lsh, routing, modernbert, etc, union"},
       {R"({"budget": {"densty": 0.1}})",
        "budget: unknown field \"densty\" (known: max_density, max_attention_gflops, "
        "edge_regularization, attention, seed, strict)"},

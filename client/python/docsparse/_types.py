@@ -38,6 +38,8 @@ class AttentionKind(_ProtoEnum):
     LSH = "lsh"
     ROUTING = "routing"
     MODERNBERT = "modernbert"
+    ETC = "etc"
+    UNION = "union"
 
 
 class Overflow(_ProtoEnum):

@@ -12,6 +12,7 @@
 
 #include "kernels/bf16_attention_executor.h"
 #include "model/attention/bigbird_pattern.h"
+#include "model/attention/etc_pattern.h"
 #include "model/attention/longformer_pattern.h"
 #include "model/attention/pattern_mask_map.h"
 #include "model/attention/planner_registry.h"
@@ -57,6 +58,11 @@ std::vector<PatternCase> Cases() {
        {{"radius", 2}, {"relay_tokens", 1}},
        [](int32_t n, uint64_t, int32_t) {
          return PlanStar({2, 1}, n, kHeads);
+       }},
+      {AttentionKind::kEtc,
+       {{"global_tokens", 2}, {"radius", 3}, {"hard_g2l", 1}},
+       [](int32_t n, uint64_t, int32_t) {
+         return PlanEtc({2, 3, true}, n, kHeads);
        }},
   };
 }

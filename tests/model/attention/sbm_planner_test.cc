@@ -14,8 +14,8 @@
 #include <cmath>
 #include <vector>
 
-#include "model/attention/sbm_parameters.h"
 #include "kernels/sbm_sampling.h"
+#include "model/attention/sbm_parameters.h"
 #include "tests/model/attention/sbm_statistics.h"
 
 namespace docsparse {
@@ -212,6 +212,56 @@ TEST_F(SbmPlannerTest, DenseRowsFrequenciesMatchProbabilities) {
 // Realised density against max_density targets, on diffuse memberships and
 // on concentrated ones (p_ij near 1 inside blocks, where deduplication
 // removes a third of the copies and E[m] alone would overshoot the cut).
+// The inclusion correction: each drawn edge's bias is −log(1 − e^(−p_ij))
+// from the sampler's own probabilities, rows come back sorted, and the
+// Horvitz-Thompson sum Σ_{j drawn} 1/π_ij, averaged over plans, is each
+// row's key count: the estimate the corrected softmax rests on is unbiased.
+TEST_F(SbmPlannerTest, InclusionBiasIsLogInverseProbabilityAndUnbiased) {
+  const int heads = 2, n = 24, k = 4, plans = 1500;
+  const Problem problem = MakeProblem(heads, n, k, 0.0, 2.0, 1.5, 33);
+  std::vector<double> probability(heads * n * n);
+  {
+    SbmLayerPlanner planner(problem.logits, problem.blocks);
+    planner.Decide({0.5, 0}, SbmLayerKey(0, 0));
+    for (int h = 0; h < heads; ++h) {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          probability[(h * n + i) * n + j] = planner.sampler(h)->EdgeProbability(i, j);
+        }
+      }
+    }
+  }
+  std::vector<double> estimate(heads * n, 0);
+  for (int plan = 0; plan < plans; ++plan) {
+    SbmLayerPlanner planner(problem.logits, problem.blocks);
+    planner.Decide({0.5, 0}, SbmLayerKey(plan, 0));
+    for (int h = 0; h < heads; ++h) {
+      std::vector<float> bias;
+      const SbmHeadEdges edges = planner.SampleHead(h, &bias);
+      ASSERT_EQ(bias.size(), edges.keys.size());
+      for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(std::is_sorted(edges.keys.begin() + edges.row_offsets[i],
+                                   edges.keys.begin() + edges.row_offsets[i + 1]));
+        for (int64_t e = edges.row_offsets[i]; e < edges.row_offsets[i + 1]; ++e) {
+          const double p = probability[(h * n + i) * n + edges.keys[e]];
+          const double want = -std::log(-std::expm1(-p));
+          if (plan < 20) {
+            ASSERT_NEAR(bias[e], want, 1e-4 * std::max(1.0, want)) << i;
+          }
+          estimate[h * n + i] += std::exp(static_cast<double>(bias[e]));
+        }
+      }
+    }
+  }
+  double worst = 0;
+  for (double sum : estimate) worst = std::max(worst, std::fabs(sum / plans / n - 1));
+  // Each row's estimate has a standard error of a few percent here.
+  EXPECT_LT(worst, 0.15);
+  double mean = 0;
+  for (double sum : estimate) mean += sum / plans / n / estimate.size();
+  EXPECT_NEAR(mean, 1, 0.02);
+}
+
 TEST_F(SbmPlannerTest, RealisedDensityMeetsTargetWithinTenPercent) {
   const int heads = 4, k = 16;
   const int64_t n = 400;

@@ -43,7 +43,8 @@ json Full() {
     "tasks": ["classify", "embed"],
     "pooling": "cls",
     "normalize": false,
-    "attention": {"kind": "dense"},
+    "attention": {"kind": "union", "union": ["longformer", "sbm"],
+                  "knobs": {"sbm.target_density": 0.05}},
     "precision": "bf16",
     "max_document_tokens": 4096,
     "overflow": "reject",
@@ -70,6 +71,9 @@ TEST(ServingConfigTest, EveryKeyIsRead) {
   EXPECT_FALSE(config->HasTask(Task::kSummarize));
   EXPECT_EQ(config->pooling, PoolingMode::kCls);
   EXPECT_FALSE(config->normalize);
+  EXPECT_EQ(config->attention.kind, "union");
+  EXPECT_THAT(config->attention.union_parts, ElementsAre("longformer", "sbm"));
+  EXPECT_DOUBLE_EQ(config->attention.knobs.at("sbm.target_density"), 0.05);
   EXPECT_EQ(config->precision, Precision::kBf16);
   EXPECT_EQ(config->max_document_tokens, 4096);
   EXPECT_EQ(config->overflow, OverflowPolicy::kReject);
@@ -119,8 +123,18 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
       {"/attention/kind", "reformer",
        "attention.kind: unsupported value \"reformer\" (expected \"native\" or \"dense\" or "
        "\"lsg\" or \"sbm\" or \"longformer\" or \"bigbird\" or \"sparse_transformer\" or "
-       "\"star\" or \"modernbert\")"},
+       "\"star\" or \"modernbert\" or \"etc\" or \"lsh\" or \"routing\" or \"union\")"},
       {"/attention/knobs", "64", "attention.knobs: expected object, got string"},
+      {"/attention/union", "sbm", "attention.union: expected array, got string"},
+      {"/attention/union", {"sbm"}, "attention.union: has 1 planners; a union takes 2 to 4"},
+      {"/attention/union",
+       {"longformer", "lsg"},
+       "attention.union[1]: unsupported value \"lsg\" (expected \"sbm\" or \"longformer\" or "
+       "\"bigbird\" or \"sparse_transformer\" or \"star\" or \"modernbert\" or \"etc\" or "
+       "\"lsh\" or \"routing\")"},
+      {"/attention/union",
+       {"routing", "routing"},
+       "attention.union[1]: \"routing\" is listed twice"},
       {"/default", "yes", "default: expected boolean, got string"},
       {"/precision", "fp16",
        "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\" or "

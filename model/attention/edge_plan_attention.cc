@@ -1,0 +1,111 @@
+// The mechanism of the planners whose plans are lists of pairs (LSH,
+// routing, unions of plans): see MakeEdgeAttention in edge_plan.h.
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <utility>
+
+#include "kernels/edge_attention.h"
+#include "model/attention/edge_plan.h"
+
+namespace docsparse {
+namespace {
+
+class EdgePlanAttention final : public AttentionMechanism {
+ public:
+  EdgePlanAttention(AttentionKind kind, std::shared_ptr<const EdgePlanner> planner,
+                    AttentionKnobValues native, int num_threads)
+      : kind_(kind),
+        planner_(std::move(planner)),
+        native_(std::move(native)),
+        num_threads_(num_threads) {}
+
+  AttentionKind kind() const override { return kind_; }
+
+  at::Tensor Forward(const AttentionInputs& in,
+                     std::vector<ItemAttentionCost>* item_costs) const override {
+    const int64_t batch = in.query.size(0);
+    const int64_t heads = in.query.size(1);
+    const int64_t seq = in.query.size(2);
+    const int64_t head_dim = in.query.size(3);
+    const std::string_view name = AttentionKindName(kind_);
+    TORCH_CHECK(static_cast<int64_t>(in.lengths.size()) == batch, name,
+                " attention: ", in.lengths.size(), " lengths for a batch of ", batch);
+    TORCH_CHECK(in.item_options.empty() || static_cast<int64_t>(in.item_options.size()) == batch,
+                name, " attention: item_options has ", in.item_options.size(), " entries, batch ",
+                batch);
+    // The edge executor is a CPU fp32 kernel: a device or bf16 model's
+    // projections come down and the context goes back.
+    const at::Tensor query = in.query.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor key = in.key.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor value = in.value.to(at::kCPU, at::kFloat).contiguous();
+    at::Tensor context = at::zeros_like(query);
+    const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
+    const float scale = static_cast<float>(1 / std::sqrt(static_cast<double>(head_dim)));
+
+    item_costs->assign(batch, ItemAttentionCost{});
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t tokens = in.lengths[b];
+      TORCH_CHECK(tokens >= 0 && tokens <= seq, name, " attention: length ", tokens, " of item ", b,
+                  " outside [0, ", seq, "]");
+      ItemAttentionCost& cost = (*item_costs)[b];
+      cost.head_edges.assign(heads, 0);
+      if (tokens == 0) continue;
+      const ItemAttentionOptions options =
+          in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
+      ItemPlanInput input;
+      input.query = query[b].narrow(1, 0, tokens);
+      input.key = key[b].narrow(1, 0, tokens);
+      input.layer = in.layer;
+      input.seed = options.seed;
+      input.knobs = native_;
+      for (const auto& [knob, value] : options.knobs) input.knobs[knob] = value;
+      const std::unique_ptr<ItemEdgePlan> plan = planner_->PlanItem(input);
+      for (int64_t h = 0; h < heads; ++h) {
+        const HeadEdgeList edges = plan->Head(static_cast<int32_t>(h));
+        TORCH_CHECK(edges.rows() == tokens, name, " attention: head ", h, " planned ", edges.rows(),
+                    " rows for ", tokens, " tokens");
+        cost.head_edges[h] = edges.edges();
+        const EdgeListView view{edges.row_offsets.data(), edges.keys.data(),
+                                static_cast<int32_t>(tokens),
+                                edges.logit_bias.empty() ? nullptr : edges.logit_bias.data()};
+        const int64_t offset = (b * heads + h) * seq * head_dim;
+        const EdgeAttentionParams params{query.data_ptr<float>() + offset,
+                                         key.data_ptr<float>() + offset,
+                                         value.data_ptr<float>() + offset,
+                                         context.data_ptr<float>() + offset,
+                                         &view,
+                                         1,
+                                         1,
+                                         static_cast<int32_t>(seq),
+                                         static_cast<int32_t>(seq),
+                                         static_cast<int32_t>(head_dim),
+                                         scale,
+                                         EdgeKernelIsa::kAuto};
+        EdgeAttentionCpu(params, threads);
+      }
+      cost.planner_flops = plan->planner_flops();
+      cost.head_expected_edges = plan->head_expected_edges();
+      cost.raised_to_floor = plan->raised_to_floor();
+    }
+    return in.query.is_cpu() ? context : context.to(in.query.device(), in.query.scalar_type());
+  }
+
+ private:
+  AttentionKind kind_;
+  std::shared_ptr<const EdgePlanner> planner_;
+  AttentionKnobValues native_;
+  int num_threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionMechanism> MakeEdgeAttention(AttentionKind kind,
+                                                      std::shared_ptr<const EdgePlanner> planner,
+                                                      AttentionKnobValues native, int num_threads) {
+  return std::make_unique<EdgePlanAttention>(kind, std::move(planner), std::move(native),
+                                             num_threads);
+}
+
+}  // namespace docsparse
