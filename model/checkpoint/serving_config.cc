@@ -84,6 +84,19 @@ class Validator {
     return v;
   }
 
+  // One of `names`, returned as it is.
+  absl::StatusOr<std::string> Name(const std::string& path, const json& value,
+                                   const std::vector<std::string_view>& names) const {
+    ASSIGN_OR_RETURN(const std::string name, String(path, value));
+    std::vector<std::string> quoted;
+    for (std::string_view choice : names) {
+      if (choice == name) return name;
+      quoted.push_back(absl::StrCat("\"", std::string(choice), "\""));
+    }
+    return Error(path, absl::StrFormat("unsupported value \"%s\" (expected %s)", name,
+                                       absl::StrJoin(quoted, " or ")));
+  }
+
   template <typename T>
   absl::StatusOr<T> Enum(const std::string& path, const json& value,
                          std::initializer_list<std::pair<std::string_view, T>> choices) const {
@@ -161,24 +174,22 @@ absl::Status ParseTasks(const Validator& v, const json& value, std::vector<Task>
   return absl::OkStatus();
 }
 
+// The planners whose plans are token pairs (model/attention/edge_plan.h): a
+// union's parts.
+const std::vector<std::string_view>& PairPlanners() {
+  static const std::vector<std::string_view> names = {
+      "sbm", "longformer", "bigbird", "sparse_transformer", "star", "modernbert",
+      "etc", "lsh",        "routing"};
+  return names;
+}
+
 absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoice& attention) {
   ASSIGN_OR_RETURN(ObjectReader reader, ObjectReader::Make(v, "attention", value));
   if (const json* kind = reader.Get("kind")) {
-    ASSIGN_OR_RETURN(attention.kind,
-                     v.Enum<std::string>(reader.PathOf("kind"), *kind,
-                                         {{"native", "native"},
-                                          {"dense", "dense"},
-                                          {"lsg", "lsg"},
-                                          {"sbm", "sbm"},
-                                          {"longformer", "longformer"},
-                                          {"bigbird", "bigbird"},
-                                          {"sparse_transformer", "sparse_transformer"},
-                                          {"star", "star"},
-                                          {"modernbert", "modernbert"},
-                                          {"etc", "etc"},
-                                          {"lsh", "lsh"},
-                                          {"routing", "routing"},
-                                          {"union", "union"}}));
+    std::vector<std::string_view> kinds = {"native", "dense", "lsg"};
+    kinds.insert(kinds.end(), PairPlanners().begin(), PairPlanners().end());
+    kinds.push_back("union");
+    ASSIGN_OR_RETURN(attention.kind, v.Name(reader.PathOf("kind"), *kind, kinds));
   }
   if (const json* parts = reader.Get("union")) {
     const std::string path = reader.PathOf("union");
@@ -188,18 +199,8 @@ absl::Status ParseAttention(const Validator& v, const json& value, AttentionChoi
                                            static_cast<int>(parts->size())));
     }
     for (size_t i = 0; i < parts->size(); ++i) {
-      // Planners whose plans are token pairs (model/attention/edge_plan.h).
       ASSIGN_OR_RETURN(std::string part,
-                       v.Enum<std::string>(absl::StrCat(path, "[", i, "]"), (*parts)[i],
-                                           {{"sbm", "sbm"},
-                                            {"longformer", "longformer"},
-                                            {"bigbird", "bigbird"},
-                                            {"sparse_transformer", "sparse_transformer"},
-                                            {"star", "star"},
-                                            {"modernbert", "modernbert"},
-                                            {"etc", "etc"},
-                                            {"lsh", "lsh"},
-                                            {"routing", "routing"}}));
+                       v.Name(absl::StrCat(path, "[", i, "]"), (*parts)[i], PairPlanners()));
       if (std::find(attention.union_parts.begin(), attention.union_parts.end(), part) !=
           attention.union_parts.end()) {
         return v.Error(absl::StrCat(path, "[", i, "]"),

@@ -13,6 +13,7 @@
 
 #include "model/attention/edge_plan.h"
 #include "model/attention/planner_registry.h"
+#include "tests/model/attention/masked_reference.h"
 
 namespace docsparse {
 namespace {
@@ -55,20 +56,6 @@ ItemMask MaskOf(const AttentionPlanner& planner, const AttentionKnobValues& knob
     }
   }
   return mask;
-}
-
-at::Tensor MaskedReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                           const ItemMask& mask) {
-  const int64_t n = mask.n;
-  const at::Tensor allowed =
-      at::from_blob(const_cast<uint8_t*>(mask.allowed.data()), {kHeads, n, n}, at::kByte)
-          .to(at::kBool);
-  const at::Tensor qd = q.to(at::kDouble).slice(1, 0, n);
-  const at::Tensor kd = k.to(at::kDouble).slice(1, 0, n);
-  const at::Tensor vd = v.to(at::kDouble).slice(1, 0, n);
-  at::Tensor scores = at::matmul(qd, kd.transpose(-1, -2)) / std::sqrt(1.0 * kHeadDim);
-  scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
-  return at::matmul(at::softmax(scores, -1), vd);
 }
 
 struct ContentCase {
@@ -119,7 +106,8 @@ TEST_F(ContentAttentionTest, PaddedBatchMatchesMaskedAttentionOverItsLists) {
     for (size_t b = 0; b < lengths.size(); ++b) {
       const int64_t n = lengths[b];
       const ItemMask mask = MaskOf(**planner, c.knobs, in.query[b], in.key[b], n, layer, 500 + b);
-      const at::Tensor want = MaskedReference(in.query[b], in.key[b], in.value[b], mask);
+      const at::Tensor want =
+          testing::MaskedAttentionReference(in.query[b], in.key[b], in.value[b], mask.allowed, n);
       EXPECT_LE((got[b].slice(1, 0, n) - want).abs().max().item<double>(), 1e-5) << "item " << b;
       if (n < seq) {
         EXPECT_EQ(got[b].slice(1, n).abs().max().item<double>(), 0) << "item " << b;

@@ -18,6 +18,7 @@
 #include "model/attention/planner_registry.h"
 #include "model/attention/sparse_transformer_pattern.h"
 #include "model/attention/star_pattern.h"
+#include "tests/model/attention/masked_reference.h"
 #include "tests/model/attention/pattern_mask.h"
 
 namespace docsparse {
@@ -70,16 +71,7 @@ std::vector<PatternCase> Cases() {
 // softmax(q·kᵀ/√d)·v over each query's allowed keys, in double.
 at::Tensor MaskedReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const PatternMask& mask) {
-  const int64_t n = mask.length;
-  at::Tensor allowed =
-      at::from_blob(const_cast<uint8_t*>(mask.allowed.data()), {mask.heads, n, n}, at::kByte)
-          .to(at::kBool);
-  const at::Tensor qd = q.to(at::kDouble).slice(1, 0, n);
-  const at::Tensor kd = k.to(at::kDouble).slice(1, 0, n);
-  const at::Tensor vd = v.to(at::kDouble).slice(1, 0, n);
-  at::Tensor scores = at::matmul(qd, kd.transpose(-1, -2)) / std::sqrt(1.0 * kHeadDim);
-  scores = scores.masked_fill(allowed.logical_not(), -INFINITY);
-  return at::matmul(at::softmax(scores, -1), vd);
+  return testing::MaskedAttentionReference(q, k, v, mask.allowed, mask.length);
 }
 
 class PatternAttentionTest : public ::testing::TestWithParam<Precision> {
