@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/cpu_features.h"
+#include "kernels/vector_exp.h"
 #include "model/attention/sbm_memberships.h"
 
 namespace docsparse {
@@ -203,6 +204,58 @@ double SbmHeadSampler::EdgeProbability(int64_t query, int64_t key) const {
   return p;
 }
 
+namespace {
+
+// −log(1 − e^(−p)): 0 above p = 16 (where it is < 1.2e-7).
+float LogInverseInclusionOf(float p) {
+  return p > 16 ? 0.0f : -std::log(-std::expm1(-std::max(p, 1e-12f)));
+}
+
+// One row's biases: p_ij = r · m_j over k = 8·vectors memberships, eight
+// edges at a time through a vector exp and log. For small p, 1 − e^(−p) is
+// its series p·(1 − p/2 + p²/6), which keeps the relative precision the
+// subtraction would lose.
+__attribute__((target("avx2,fma"))) void LogInverseInclusionRowAvx2(const float* r,
+                                                                    const float* key_rows, int k,
+                                                                    const int32_t* keys,
+                                                                    int64_t count, float* out) {
+  float p[8];
+  for (int64_t start = 0; start < count; start += 8) {
+    const int lanes = static_cast<int>(std::min<int64_t>(8, count - start));
+    for (int lane = 0; lane < 8; ++lane) {
+      if (lane >= lanes) {
+        p[lane] = 1;
+        continue;
+      }
+      const float* m = key_rows + static_cast<size_t>(keys[start + lane]) * k;
+      __m256 sum = _mm256_mul_ps(_mm256_loadu_ps(r), _mm256_loadu_ps(m));
+      for (int b = 8; b < k; b += 8) {
+        sum = _mm256_fmadd_ps(_mm256_loadu_ps(r + b), _mm256_loadu_ps(m + b), sum);
+      }
+      __m128 half = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+      half = _mm_add_ps(half, _mm_movehl_ps(half, half));
+      half = _mm_add_ss(half, _mm_shuffle_ps(half, half, 1));
+      p[lane] = std::max(_mm_cvtss_f32(half), 1e-12f);
+    }
+    const __m256 x = _mm256_loadu_ps(p);
+    const __m256 series = _mm256_mul_ps(
+        x, _mm256_fmadd_ps(x, _mm256_fmadd_ps(x, _mm256_set1_ps(1.0f / 6), _mm256_set1_ps(-0.5f)),
+                           _mm256_set1_ps(1.0f)));
+    const __m256 exact =
+        _mm256_sub_ps(_mm256_set1_ps(1.0f), Exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+    const __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(0.01f), _CMP_LT_OQ);
+    const __m256 inclusion = _mm256_blendv_ps(exact, series, small);
+    __m256 bias = _mm256_sub_ps(_mm256_setzero_ps(), Log256(inclusion));
+    bias = _mm256_blendv_ps(bias, _mm256_setzero_ps(),
+                            _mm256_cmp_ps(x, _mm256_set1_ps(16.0f), _CMP_GT_OQ));
+    float result[8];
+    _mm256_storeu_ps(result, bias);
+    std::copy_n(result, lanes, out + start);
+  }
+}
+
+}  // namespace
+
 void SbmHeadSampler::LogInverseInclusion(const SbmHeadEdges& edges, float* out) const {
   // Key memberships by token ([tokens, k]) so that each edge reads k
   // contiguous floats.
@@ -211,17 +264,23 @@ void SbmHeadSampler::LogInverseInclusion(const SbmHeadEdges& edges, float* out) 
     const float* column = key_membership_t_.data() + static_cast<size_t>(b) * tokens_;
     for (int64_t j = 0; j < tokens_; ++j) key_rows[static_cast<size_t>(j) * k_ + b] = column[j];
   }
+  const bool vector = k_ % 8 == 0 && HostCpuFeatures().avx2_fma;
   const int64_t rows = static_cast<int64_t>(edges.row_offsets.size()) - 1;
   at::parallel_for(0, rows, 64, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
       const float* r = row_profile_.data() + i * k_;
-      for (int64_t e = edges.row_offsets[i]; e < edges.row_offsets[i + 1]; ++e) {
+      const int64_t begin = edges.row_offsets[i];
+      const int64_t count = edges.row_offsets[i + 1] - begin;
+      if (vector) {
+        LogInverseInclusionRowAvx2(r, key_rows.data(), k_, edges.keys.data() + begin, count,
+                                   out + begin);
+        continue;
+      }
+      for (int64_t e = begin; e < begin + count; ++e) {
         const float* m = key_rows.data() + static_cast<size_t>(edges.keys[e]) * k_;
         float p = 0;
         for (int b = 0; b < k_; ++b) p += r[b] * m[b];
-        // π = 1 − e^(−p); a drawn edge has p > 0, the floor guards rounding.
-        // Above p = 16, −log π < 1.2e-7: 0 without the exp and log.
-        out[e] = p > 16 ? 0.0f : -std::log(-std::expm1(-std::max(p, 1e-12f)));
+        out[e] = LogInverseInclusionOf(p);
       }
     }
   });

@@ -216,8 +216,14 @@ TEST_F(SbmPlannerTest, DenseRowsFrequenciesMatchProbabilities) {
 // from the sampler's own probabilities, rows come back sorted, and the
 // Horvitz-Thompson sum Σ_{j drawn} 1/π_ij, averaged over plans, is each
 // row's key count: the estimate the corrected softmax rests on is unbiased.
-TEST_F(SbmPlannerTest, InclusionBiasIsLogInverseProbabilityAndUnbiased) {
-  const int heads = 2, n = 24, k = 4, plans = 1500;
+class SbmInclusionTest : public ::testing::TestWithParam<int> {
+ protected:
+  c10::InferenceMode inference_mode_;
+};
+
+// k = 4 runs the scalar path, k = 16 the vector one (where the CPU has AVX2).
+TEST_P(SbmInclusionTest, InclusionBiasIsLogInverseProbabilityAndUnbiased) {
+  const int heads = 2, n = 24, k = GetParam(), plans = 1500;
   const Problem problem = MakeProblem(heads, n, k, 0.0, 2.0, 1.5, 33);
   std::vector<double> probability(heads * n * n);
   {
@@ -261,6 +267,8 @@ TEST_F(SbmPlannerTest, InclusionBiasIsLogInverseProbabilityAndUnbiased) {
   for (double sum : estimate) mean += sum / plans / n / estimate.size();
   EXPECT_NEAR(mean, 1, 0.02);
 }
+
+INSTANTIATE_TEST_SUITE_P(Clusters, SbmInclusionTest, ::testing::Values(4, 16));
 
 TEST_F(SbmPlannerTest, RealisedDensityMeetsTargetWithinTenPercent) {
   const int heads = 4, k = 16;
