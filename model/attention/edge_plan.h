@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -68,6 +69,14 @@ class EdgePlanner {
   virtual ~EdgePlanner() = default;
   virtual std::unique_ptr<ItemEdgePlan> PlanItem(const ItemPlanInput& input) const = 0;
 };
+
+// A list of `rows` rows built by `append_row(i, keys, bias)`, which appends
+// row i's keys (and, when `biased`, their biases) to the vectors it is
+// given. Rows run in parallel in fixed blocks, each block into its own
+// vectors, joined in order: the same list for any thread count.
+HeadEdgeList BuildHeadEdgeList(int32_t rows, bool biased,
+                               const std::function<void(int32_t row, std::vector<int32_t>& keys,
+                                                        std::vector<float>& bias)>& append_row);
 
 // Head `head` of a position pattern's plan as a list: sliding spans made
 // concrete, gathered copies mapped back to their tokens, and a token that a

@@ -1,5 +1,8 @@
 #include "model/attention/lsh_pattern.h"
 
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -15,6 +18,34 @@ float StandardNormal(CounterRng& rng) {
   const double u1 = 1.0 - rng.Uniform();
   const double u2 = rng.Uniform();
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
+}
+
+// h(x) of n vectors ([n, head_dim] row-major) into `buckets_out`: the
+// projections by one matrix product, then the first largest of [xR ; −xR]
+// per row, as LshBucket.
+void BucketsOf(const float* x, int32_t n, int32_t head_dim, const std::vector<float>& rotation,
+               int32_t buckets, int32_t* buckets_out) {
+  const at::Tensor vectors =
+      at::from_blob(const_cast<float*>(x), {n, head_dim}, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor r = at::from_blob(const_cast<float*>(rotation.data()), {head_dim, buckets / 2},
+                                     at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor projected = at::matmul(vectors, r).contiguous();
+  const float* p = projected.data_ptr<float>();
+  const int32_t half = buckets / 2;
+  at::parallel_for(0, n, 512, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const float* row = p + i * half;
+      int32_t best = 0;
+      float best_value = -INFINITY;
+      for (int32_t c = 0; c < half; ++c) {
+        if (row[c] > best_value) best_value = row[c], best = c;
+      }
+      for (int32_t c = 0; c < half; ++c) {
+        if (-row[c] > best_value) best_value = -row[c], best = half + c;
+      }
+      buckets_out[i] = best;
+    }
+  });
 }
 
 }  // namespace
@@ -49,9 +80,7 @@ int32_t LshBucket(const float* x, const float* rotation, int32_t head_dim, int32
 HeadEdgeList PlanLshHead(const LshKnobs& knobs, const float* queries, const float* keys, int32_t n,
                          int32_t head_dim, uint64_t head_key) {
   assert(knobs.buckets >= 2 && knobs.buckets % 2 == 0 && knobs.chunk >= 1 && knobs.rounds >= 1);
-  HeadEdgeList list;
-  list.row_offsets.assign(static_cast<size_t>(n) + 1, 0);
-  if (n == 0) return list;
+  if (n == 0) return HeadEdgeList{{0}, {}, {}};
   const int64_t chunk = knobs.chunk;
   const int64_t chunks = (n + chunk - 1) / chunk;
   // Per round: the keys in sorted order, and each query's two chunks.
@@ -64,12 +93,8 @@ HeadEdgeList PlanLshHead(const LshKnobs& knobs, const float* queries, const floa
   std::vector<int64_t> key_code(n);
   for (int32_t round = 0; round < knobs.rounds; ++round) {
     const std::vector<float> rotation = LshRotation(head_dim, knobs.buckets, head_key, round);
-    for (int32_t i = 0; i < n; ++i) {
-      query_bucket[i] = LshBucket(queries + static_cast<size_t>(i) * head_dim, rotation.data(),
-                                  head_dim, knobs.buckets);
-      key_bucket[i] = LshBucket(keys + static_cast<size_t>(i) * head_dim, rotation.data(), head_dim,
-                                knobs.buckets);
-    }
+    BucketsOf(queries, n, head_dim, rotation, knobs.buckets, query_bucket.data());
+    BucketsOf(keys, n, head_dim, rotation, knobs.buckets, key_bucket.data());
     std::vector<int32_t>& order = sorted_keys[round];
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
@@ -82,25 +107,22 @@ HeadEdgeList PlanLshHead(const LshKnobs& knobs, const float* queries, const floa
       query_chunk[round][i] = static_cast<int32_t>(std::min(place / chunk, chunks - 1));
     }
   }
-  list.keys.reserve(static_cast<size_t>(LshMaxHeadEdges(knobs, n)));
-  std::vector<int32_t> row;
-  for (int32_t i = 0; i < n; ++i) {
-    row.clear();
-    for (int32_t round = 0; round < knobs.rounds; ++round) {
-      const int64_t t = query_chunk[round][i];
-      const int64_t other = t > 0 ? t - 1 : (chunks > 1 ? 1 : 0);
-      for (int64_t c : {t, other}) {
-        const auto first = sorted_keys[round].begin() + c * chunk;
-        row.insert(row.end(), first, first + std::min<int64_t>(chunk, n - c * chunk));
-        if (other == t) break;
-      }
-    }
-    std::sort(row.begin(), row.end());
-    row.erase(std::unique(row.begin(), row.end()), row.end());
-    list.keys.insert(list.keys.end(), row.begin(), row.end());
-    list.row_offsets[i + 1] = static_cast<int64_t>(list.keys.size());
-  }
-  return list;
+  return BuildHeadEdgeList(
+      n, false, [&](int32_t i, std::vector<int32_t>& row_keys, std::vector<float>&) {
+        const size_t row_begin = row_keys.size();
+        for (int32_t round = 0; round < knobs.rounds; ++round) {
+          const int64_t t = query_chunk[round][i];
+          const int64_t other = t > 0 ? t - 1 : (chunks > 1 ? 1 : 0);
+          for (int64_t c : {t, other}) {
+            const auto first = sorted_keys[round].begin() + c * chunk;
+            row_keys.insert(row_keys.end(), first, first + std::min<int64_t>(chunk, n - c * chunk));
+            if (other == t) break;
+          }
+        }
+        const auto first = row_keys.begin() + static_cast<int64_t>(row_begin);
+        std::sort(first, row_keys.end());
+        row_keys.erase(std::unique(first, row_keys.end()), row_keys.end());
+      });
 }
 
 uint64_t LshHeadKey(uint64_t seed, int32_t layer, int32_t head) {
