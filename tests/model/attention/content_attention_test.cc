@@ -88,18 +88,8 @@ TEST_F(ContentAttentionTest, PaddedBatchMatchesMaskedAttentionOverItsLists) {
     EXPECT_EQ(mechanism->kind(), c.kind);
 
     at::manual_seed(11);
-    AttentionInputs in;
-    in.query = at::randn({4, kHeads, seq, kHeadDim});
-    in.key = at::randn({4, kHeads, seq, kHeadDim});
-    in.value = at::randn({4, kHeads, seq, kHeadDim});
-    in.lengths = lengths;
-    in.layer = layer;
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      ItemAttentionOptions options;
-      options.knobs = c.knobs;
-      options.seed = 500 + b;
-      in.item_options.push_back(options);
-    }
+    const AttentionInputs in =
+        testing::RandomPaddedBatch(lengths, kHeads, seq, kHeadDim, at::kFloat, layer, c.knobs, 500);
     std::vector<ItemAttentionCost> costs;
     const at::Tensor got = mechanism->Forward(in, &costs).to(at::kDouble);
     ASSERT_EQ(costs.size(), lengths.size());

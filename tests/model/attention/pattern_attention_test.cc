@@ -100,19 +100,9 @@ TEST_P(PatternAttentionTest, PaddedBatchMatchesMaskedAttentionOverThePatternsPla
 
     at::manual_seed(7);
     const at::ScalarType type = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
-    AttentionInputs in;
-    in.query = at::randn({4, kHeads, seq, kHeadDim}).to(type);
-    in.key = at::randn({4, kHeads, seq, kHeadDim}).to(type);
-    in.value = at::randn({4, kHeads, seq, kHeadDim}).to(type);
-    in.lengths = lengths;
-    in.layer = layer;
+    AttentionInputs in =
+        testing::RandomPaddedBatch(lengths, kHeads, seq, kHeadDim, type, layer, c.knobs, 100);
     in.precision = precision;
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      ItemAttentionOptions options;
-      options.knobs = c.knobs;
-      options.seed = 100 + b;
-      in.item_options.push_back(options);
-    }
     std::vector<ItemAttentionCost> costs;
     const at::Tensor got = mechanism->Forward(in, &costs).to(at::kDouble);
     ASSERT_EQ(costs.size(), lengths.size());
