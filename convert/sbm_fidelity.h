@@ -32,6 +32,10 @@ struct SbmFidelityRow {
   double uncalibrated_density = 0, uncalibrated_cosine = 0;
   double calibrated_density = 0, calibrated_cosine = 0;
   double calibrated_cosine_min = 0;  // worst window
+  // The calibrated parameters with the inclusion correction, as served
+  // (model/attention/sbm_attention.h).
+  double corrected_density = 0, corrected_cosine = 0;
+  double corrected_cosine_min = 0;  // worst window
 };
 
 struct SbmFidelityReport {

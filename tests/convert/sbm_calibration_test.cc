@@ -14,8 +14,8 @@
 
 #include "convert/sbm_corpus.h"
 #include "convert/sbm_student.h"
-#include "model/attention/sbm_parameters.h"
 #include "kernels/sbm_sampling.h"
+#include "model/attention/sbm_parameters.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/text/wordpiece_tokenizer.h"
 #include "tests/convert/convert_test_util.h"
@@ -231,6 +231,7 @@ TEST(SbmCommandTest, CalibratesAndMeasuresEndToEnd) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("step 3/3"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("| 20% |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("corrected: cosine"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(dir.Join("out/sbm.safetensors")));
 
   const testing::CommandResult no_corpus =
