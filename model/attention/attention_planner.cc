@@ -19,6 +19,14 @@ std::vector<float> AttentionPlanner::MaskMap(const AttentionKnobValues&,
   return DenseWindowsMaskMap(lengths, resolution, cells);
 }
 
+void ApplyConfiguredNatives(const AttentionKnobValues& configured,
+                            std::map<std::string, KnobRange>* knobs) {
+  for (const auto& [name, value] : configured) {
+    const auto it = knobs->find(name);
+    if (it != knobs->end()) it->second.native = value;
+  }
+}
+
 absl::Status AttentionPlanner::ValidateKnobs(const AttentionKnobValues&) const {
   return absl::OkStatus();
 }

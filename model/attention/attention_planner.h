@@ -108,6 +108,12 @@ class AttentionPlanner {
 absl::Status CheckRequestKnobs(const AttentionPlanner& planner, const AttentionKnobValues& knobs,
                                std::string_view field_prefix);
 
+// Sets the native value of each knob of `knobs` that `configured` names
+// (docsparse.json's attention.knobs); names it lacks are left to
+// CheckRequestKnobs.
+void ApplyConfiguredNatives(const AttentionKnobValues& configured,
+                            std::map<std::string, KnobRange>* knobs);
+
 // Every knob's native value, with `overrides` over them.
 AttentionKnobValues StartingKnobs(const AttentionPlanner& planner,
                                   const AttentionKnobValues& overrides);

@@ -76,6 +76,7 @@ class ContentItemEdgePlan final : public ItemEdgePlan {
 class ContentEdgePlanner final : public EdgePlanner {
  public:
   explicit ContentEdgePlanner(ContentPattern pattern) : pattern_(std::move(pattern)) {}
+  const ContentPattern& pattern() const { return pattern_; }
   std::unique_ptr<ItemEdgePlan> PlanItem(const ItemPlanInput& input) const override {
     return std::make_unique<ContentItemEdgePlan>(pattern_, input);
   }
@@ -88,19 +89,15 @@ class ContentPlanner final : public AttentionPlanner {
  public:
   ContentPlanner(ContentPattern pattern, const PlannerSource& source)
       : prepended_(source.prepended_tokens()) {
-    for (const auto& [name, value] : source.configured_knobs) {
-      const auto it = pattern.knobs.find(name);
-      if (it != pattern.knobs.end()) it->second.native = value;
-    }
-    pattern_ = std::make_shared<ContentEdgePlanner>(pattern);
-    description_ = std::move(pattern);
+    ApplyConfiguredNatives(source.configured_knobs, &pattern.knobs);
+    edges_ = std::make_shared<ContentEdgePlanner>(std::move(pattern));
   }
 
-  AttentionKind kind() const override { return description_.kind; }
-  std::map<std::string, KnobRange> Knobs() const override { return description_.knobs; }
+  AttentionKind kind() const override { return pattern().kind; }
+  std::map<std::string, KnobRange> Knobs() const override { return pattern().knobs; }
   bool samples() const override { return true; }  // seeded rotations or starts
   absl::Status ValidateKnobs(const AttentionKnobValues& knobs) const override {
-    return description_.validate(knobs);
+    return pattern().validate(knobs);
   }
 
   AttentionPrice Price(const AttentionKnobValues& knobs, const std::vector<int64_t>& tokens,
@@ -108,8 +105,8 @@ class ContentPlanner final : public AttentionPlanner {
     const AttentionKnobValues all = StartingKnobs(*this, knobs);
     double edges = 0, planner_flops = 0;
     for (int64_t n : tokens) {
-      edges += description_.max_head_edges(all, n + prepended_);
-      planner_flops += description_.planner_flops(all, n + prepended_, shape.head_dim);
+      edges += pattern().max_head_edges(all, n + prepended_);
+      planner_flops += pattern().planner_flops(all, n + prepended_, shape.head_dim);
     }
     AttentionPrice price = PriceOfLayer(edges * shape.num_heads,
                                         DensePairs(tokens, prepended_) * shape.num_heads, shape);
@@ -121,12 +118,12 @@ class ContentPlanner final : public AttentionPlanner {
                       const std::vector<int64_t>& tokens,
                       const EncoderShape& shape) const override {
     return FitOnLattice(
-        cap, start, description_.lattice(start),
+        cap, start, pattern().lattice(start),
         [&](const AttentionKnobValues& knobs) { return Price(knobs, tokens, shape); },
-        [&](const AttentionKnobValues& knobs) { return description_.validate(knobs).ok(); });
+        [&](const AttentionKnobValues& knobs) { return pattern().validate(knobs).ok(); });
   }
 
-  std::string FloorDescription() const override { return description_.floor; }
+  std::string FloorDescription() const override { return pattern().floor; }
 
   // Where the pairs fall depends on the content: the map spreads the priced
   // density evenly.
@@ -140,13 +137,14 @@ class ContentPlanner final : public AttentionPlanner {
   }
 
   std::unique_ptr<AttentionMechanism> MakeMechanism() const override {
-    return MakeEdgeAttention(description_.kind, pattern_, StartingKnobs(*this, {}));
+    return MakeEdgeAttention(pattern().kind, edges_, StartingKnobs(*this, {}));
   }
-  std::shared_ptr<const EdgePlanner> edge_planner() const override { return pattern_; }
+  std::shared_ptr<const EdgePlanner> edge_planner() const override { return edges_; }
 
  private:
-  ContentPattern description_;
-  std::shared_ptr<const EdgePlanner> pattern_;
+  const ContentPattern& pattern() const { return edges_->pattern(); }
+
+  std::shared_ptr<const ContentEdgePlanner> edges_;
   int64_t prepended_;
 };
 

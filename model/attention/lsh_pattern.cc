@@ -20,9 +20,22 @@ float StandardNormal(CounterRng& rng) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
 }
 
+// The index of the first largest of [p ; −p] for p = xR ([half] floats):
+// index c < half is p_c, index half + c is −p_c.
+int32_t SignedArgmax(const float* p, int32_t half) {
+  int32_t best = 0;
+  float best_value = -INFINITY;
+  for (int32_t c = 0; c < half; ++c) {
+    if (p[c] > best_value) best_value = p[c], best = c;
+  }
+  for (int32_t c = 0; c < half; ++c) {
+    if (-p[c] > best_value) best_value = -p[c], best = half + c;
+  }
+  return best;
+}
+
 // h(x) of n vectors ([n, head_dim] row-major) into `buckets_out`: the
-// projections by one matrix product, then the first largest of [xR ; −xR]
-// per row, as LshBucket.
+// projections by one matrix product, then SignedArgmax per row.
 void BucketsOf(const float* x, int32_t n, int32_t head_dim, const std::vector<float>& rotation,
                int32_t buckets, int32_t* buckets_out) {
   const at::Tensor vectors =
@@ -33,18 +46,7 @@ void BucketsOf(const float* x, int32_t n, int32_t head_dim, const std::vector<fl
   const float* p = projected.data_ptr<float>();
   const int32_t half = buckets / 2;
   at::parallel_for(0, n, 512, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const float* row = p + i * half;
-      int32_t best = 0;
-      float best_value = -INFINITY;
-      for (int32_t c = 0; c < half; ++c) {
-        if (row[c] > best_value) best_value = row[c], best = c;
-      }
-      for (int32_t c = 0; c < half; ++c) {
-        if (-row[c] > best_value) best_value = -row[c], best = half + c;
-      }
-      buckets_out[i] = best;
-    }
+    for (int64_t i = first; i < last; ++i) buckets_out[i] = SignedArgmax(p + i * half, half);
   });
 }
 
@@ -60,21 +62,12 @@ std::vector<float> LshRotation(int32_t head_dim, int32_t buckets, uint64_t head_
 
 int32_t LshBucket(const float* x, const float* rotation, int32_t head_dim, int32_t buckets) {
   const int32_t half = buckets / 2;
-  int32_t best = 0;
-  float best_value = -INFINITY;
-  // [xR ; −xR]: index c < half is (xR)_c, index half + c is −(xR)_c.
   float projected[kLshMaxBuckets / 2] = {};
   for (int32_t d = 0; d < head_dim; ++d) {
     const float* row = rotation + static_cast<size_t>(d) * half;
     for (int32_t c = 0; c < half; ++c) projected[c] += x[d] * row[c];
   }
-  for (int32_t c = 0; c < half; ++c) {
-    if (projected[c] > best_value) best_value = projected[c], best = c;
-  }
-  for (int32_t c = 0; c < half; ++c) {
-    if (-projected[c] > best_value) best_value = -projected[c], best = half + c;
-  }
-  return best;
+  return SignedArgmax(projected, half);
 }
 
 HeadEdgeList PlanLshHead(const LshKnobs& knobs, const float* queries, const float* keys, int32_t n,

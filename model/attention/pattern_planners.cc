@@ -71,10 +71,7 @@ class PositionPatternPlanner final : public AttentionPlanner {
       : pattern_(std::move(pattern)),
         prepended_(source.prepended_tokens()),
         heads_(std::max(1, source.shape.num_heads)) {
-    for (const auto& [name, value] : source.configured_knobs) {
-      const auto it = pattern_.knobs.find(name);
-      if (it != pattern_.knobs.end()) it->second.native = value;
-    }
+    ApplyConfiguredNatives(source.configured_knobs, &pattern_.knobs);
   }
 
   AttentionKind kind() const override { return pattern_.kind; }

@@ -19,9 +19,7 @@ class SbmItemEdgePlan final : public ItemEdgePlan {
       : logits_(ComputeSbmMembershipLogits(parameters.layer(input.layer), input.query.contiguous(),
                                            input.key.contiguous())),
         planner_(logits_, parameters.block_matrix(input.layer)),
-        heads_(static_cast<int>(input.query.size(0))),
-        head_dim_(static_cast<int>(input.query.size(2))),
-        clusters_(parameters.num_clusters()) {
+        head_dim_(static_cast<int>(input.query.size(2))) {
     const double edge_regularization = KnobOr(input.knobs, kSbmEdgeRegularizationKnob, 0);
     const double target_density = KnobOr(input.knobs, kSbmTargetDensityKnob, 0);
     TORCH_CHECK(std::isfinite(edge_regularization) && target_density >= 0 && target_density <= 1,
@@ -42,10 +40,11 @@ class SbmItemEdgePlan final : public ItemEdgePlan {
   }
   double planner_flops() const override {
     // The correction: p_ij (2k) and a log per edge, counted as 4.
-    return SbmPlannerFlops({planner_.tokens(), heads_, head_dim_, clusters_,
-                            decision_.membership_passes, decision_.table_builds,
-                            decision_.importance_samples, multigraph_edges_}) +
-           static_cast<double>(corrected_edges_) * (2.0 * clusters_ + 4);
+    return SbmPlannerFlops({planner_.tokens(), planner_.num_heads(), head_dim_,
+                            planner_.num_clusters(), decision_.membership_passes,
+                            decision_.table_builds, decision_.importance_samples,
+                            multigraph_edges_}) +
+           static_cast<double>(corrected_edges_) * (2.0 * planner_.num_clusters() + 4);
   }
   std::vector<double> head_expected_edges() const override { return decision_.head_expected_edges; }
   bool raised_to_floor() const override { return decision_.raised_to_floor; }
@@ -54,9 +53,7 @@ class SbmItemEdgePlan final : public ItemEdgePlan {
   SbmMembershipLogits logits_;
   SbmLayerPlanner planner_;  // borrows logits_
   SbmLayerDecision decision_;
-  int heads_;
   int head_dim_;
-  int clusters_;
   int64_t multigraph_edges_ = 0;
   int64_t corrected_edges_ = 0;
   bool correct_ = false;
