@@ -22,7 +22,7 @@ namespace docsparse {
 namespace {
 
 #define DOCSPARSE_AMX \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 // Keys per online-softmax step, a multiple of 32 (the reduction depth of one
 // bf16 tile product). The keys are packed once per step for the whole query
@@ -77,6 +77,10 @@ struct Scratch {
   std::vector<float> acc;          // [padded_rows, head_dim] unnormalised output
   std::vector<float> row_max;      // [padded_rows] running maximum of scaled scores
   std::vector<float> row_sum;      // [padded_rows] running denominator
+  // Head size 32 (AttendRowTileHead32): per row its reference shift and its
+  // denominator as 16 partial sums.
+  std::vector<float> row_shift;   // [padded_rows]
+  std::vector<float> row_sums16;  // [padded_rows, 16]
 };
 
 // The tile's keys as the B operands of q·kᵀ: tile (c, dt) holds, in row p,
@@ -267,6 +271,175 @@ DOCSPARSE_AMX void Accumulate(Scratch& s, int32_t r, int32_t padded_keys, int32_
   }
 }
 
+// ---- Head size 32: the accumulator held in tile registers ----
+//
+// With d = 32 a row tile's whole output (16 x 32 fp32) fits two tile
+// registers, so the row tile walks the step's keys 32 at a time with its
+// scores (2 KiB), exponents and probabilities (1 KiB) in L1, and its
+// accumulator never leaves the tile unit within a step. The general path
+// above stores a whole step's scores (48 KiB) and reloads the accumulator
+// per step, which overflowed L1 and cost ~1.5 cycles per query-key pair.
+//
+// Without a per-chunk running maximum, whose rescaling would take the
+// accumulator out of the tiles, each row keeps a reference shift instead:
+// probabilities are 2^(scale2·s − shift), and the shift is raised only when
+// a chunk's exponent would exceed kLazyRescaleLog2 (the first chunk always
+// sets it to that chunk's maximum). Probabilities up to 2^30 are exact
+// enough in fp32 and bf16 (both keep 8 exponent bits), and the final
+// division by the row's sum cancels the common factor. Later keys rarely
+// beat the first chunk's maximum by 2^30 (a logit gap of ~21), so the
+// rescale is almost never taken; it is exact when it is.
+constexpr float kLazyRescaleLog2 = 30.0f;
+constexpr int32_t kChunkKeys = 32;
+// An exponent that 2^t turns into an exact 0 (padding keys), and finite,
+// which Exp2ForBf16_512 needs.
+constexpr float kPaddingExponent = -1000.0f;
+
+// Lanes [j, j + 16) that hold real keys.
+inline __mmask16 RealLanes(int32_t j, int32_t keys) {
+  return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
+}
+
+// exponents[i][·] = scale2·scores[i][·] − shift[i] over one chunk, the
+// padding keys' set to kPaddingExponent (only the last chunk has any);
+// returns the largest.
+template <bool kHasPadding>
+DOCSPARSE_AMX float ChunkExponents(const float* scores, const float* shift, __m512 scale2,
+                                   __mmask16 real0, __mmask16 real1, float* exponents) {
+  const __m512 padding = _mm512_set1_ps(kPaddingExponent);
+  __m512 top_a = padding, top_b = padding;
+  for (int32_t i = 0; i < kTileRows; ++i) {
+    const __m512 row_shift = _mm512_set1_ps(shift[i]);
+    const float* in = scores + i * kChunkKeys;
+    float* out = exponents + i * kChunkKeys;
+    __m512 t0 = _mm512_fmsub_ps(_mm512_load_ps(in), scale2, row_shift);
+    __m512 t1 = _mm512_fmsub_ps(_mm512_load_ps(in + 16), scale2, row_shift);
+    if constexpr (kHasPadding) {
+      t0 = _mm512_mask_mov_ps(padding, real0, t0);
+      t1 = _mm512_mask_mov_ps(padding, real1, t1);
+    }
+    _mm512_store_ps(out, t0);
+    _mm512_store_ps(out + 16, t1);
+    top_a = _mm512_max_ps(top_a, t0);
+    top_b = _mm512_max_ps(top_b, t1);
+  }
+  return _mm512_reduce_max_ps(_mm512_max_ps(top_a, top_b));
+}
+
+DOCSPARSE_AMX float ChunkExponents(const float* scores, const float* shift, __m512 scale2,
+                                   __mmask16 real0, __mmask16 real1, float* exponents) {
+  return real1 == 0xffff ? ChunkExponents<false>(scores, shift, scale2, real0, real1, exponents)
+                         : ChunkExponents<true>(scores, shift, scale2, real0, real1, exponents);
+}
+
+// Raises the shift of each row whose chunk would exceed 2^kLazyRescaleLog2
+// to the chunk's maximum, and rescales what the row accumulated (tiles 6
+// and 7, taken out and put back) and its sums to match.
+DOCSPARSE_AMX void RaiseShifts(const float* scores, __m512 scale2, __mmask16 real0, __mmask16 real1,
+                               float* shift, float* sums, float* acc) {
+  constexpr int64_t kAccStride = kChunkKeys * sizeof(float);
+  _tile_stored(6, acc, kAccStride);
+  _tile_stored(7, acc + 16, kAccStride);
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int32_t i = 0; i < kTileRows; ++i) {
+    const float* in = scores + i * kChunkKeys;
+    const __m512 top = _mm512_max_ps(
+        _mm512_mask_mov_ps(lowest, real0, _mm512_mul_ps(_mm512_load_ps(in), scale2)),
+        _mm512_mask_mov_ps(lowest, real1, _mm512_mul_ps(_mm512_load_ps(in + 16), scale2)));
+    const float chunk_max = _mm512_reduce_max_ps(top);
+    if (!(chunk_max - shift[i] > kLazyRescaleLog2)) continue;
+    const __m512 factor = _mm512_set1_ps(std::exp2(shift[i] - chunk_max));  // 0 at first
+    shift[i] = chunk_max;
+    float* row_sums = sums + i * 16;
+    _mm512_storeu_ps(row_sums, _mm512_mul_ps(_mm512_loadu_ps(row_sums), factor));
+    float* row_acc = acc + i * kChunkKeys;
+    _mm512_storeu_ps(row_acc, _mm512_mul_ps(_mm512_loadu_ps(row_acc), factor));
+    _mm512_storeu_ps(row_acc + 16, _mm512_mul_ps(_mm512_loadu_ps(row_acc + 16), factor));
+  }
+  _tile_loadd(6, acc, kAccStride);
+  _tile_loadd(7, acc + 16, kAccStride);
+}
+
+// Row tile r (d = 32) through the step's padded keys, of which `keys` are
+// real. Tiles: 0, 1 scores; 2 q; 3, 4 keys, then values; 5 probabilities;
+// 6, 7 the accumulator. Software-pipelined: chunk c + 1's scores are
+// computed before chunk c's softmax, and chunk c − 1's p·v after it, so
+// that the tile unit works while the vector unit does, and a probability
+// tile is loaded one chunk after its rows were stored.
+DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32_t keys,
+                                       int32_t padded_keys, bool first_step) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr int32_t kHeadDim = 32;
+  constexpr int64_t kRowStride = kChunkKeys * sizeof(float);  // scores and accumulator rows
+  constexpr int32_t kChunkValues = kTileRows * kChunkKeys;
+  const __m512 scale2 = _mm512_set1_ps(scale * kLog2e);
+  const int64_t row0 = static_cast<int64_t>(r) * kTileRows;
+  float* acc = s.acc.data() + row0 * kHeadDim;
+  float* shift = s.row_shift.data() + row0;
+  float* sums = s.row_sums16.data() + row0 * 16;
+  alignas(64) float scores[2][kChunkValues];
+  alignas(64) float exponents[kChunkValues];
+  alignas(64) uint16_t probs[2][kChunkValues];
+  const auto compute_scores = [&s](int32_t c, float* out) DOCSPARSE_AMX {
+    const uint16_t* k = s.k_packed.data() + static_cast<int64_t>(2 * c) * kPackedTile;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_loadd(3, k, kTileBytes);
+    _tile_loadd(4, k + kPackedTile, kTileBytes);
+    _tile_dpbf16ps(0, 2, 3);
+    _tile_dpbf16ps(1, 2, 4);
+    _tile_stored(0, out, kRowStride);
+    _tile_stored(1, out + 16, kRowStride);
+  };
+  const auto accumulate = [&s](int32_t c, const uint16_t* p) DOCSPARSE_AMX {
+    const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(c) * 2 * kPackedTile;
+    _tile_loadd(5, p, kTileBytes);
+    _tile_loadd(3, v, kTileBytes);
+    _tile_loadd(4, v + kPackedTile, kTileBytes);
+    _tile_dpbf16ps(6, 5, 3);
+    _tile_dpbf16ps(7, 5, 4);
+  };
+  _tile_loadd(2, s.q.data() + row0 * kHeadDim, kTileBytes);
+  if (first_step) {
+    _tile_zero(6);
+    _tile_zero(7);
+    std::fill(sums, sums + kTileRows * 16, 0.0f);
+  } else {
+    _tile_loadd(6, acc, kRowStride);
+    _tile_loadd(7, acc + 16, kRowStride);
+  }
+  const int32_t chunks = padded_keys / kChunkKeys;
+  int32_t pending = -1;  // the chunk whose p·v is still owed
+  compute_scores(0, scores[0]);
+  for (int32_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) compute_scores(c + 1, scores[(c + 1) & 1]);
+    const float* chunk_scores = scores[c & 1];
+    const int32_t j = c * kChunkKeys;
+    const __mmask16 real0 = RealLanes(j, keys), real1 = RealLanes(j + 16, keys);
+    if (ChunkExponents(chunk_scores, shift, scale2, real0, real1, exponents) > kLazyRescaleLog2) {
+      // The owed chunk was weighed with the old shifts: add it first.
+      if (pending >= 0) accumulate(pending, probs[pending & 1]);
+      pending = -1;
+      RaiseShifts(chunk_scores, scale2, real0, real1, shift, sums, acc);
+      ChunkExponents(chunk_scores, shift, scale2, real0, real1, exponents);
+    }
+    uint16_t* chunk_probs = probs[c & 1];
+    for (int32_t i = 0; i < kTileRows; ++i) {
+      const __m512 e0 = Exp2ForBf16_512(_mm512_load_ps(exponents + i * kChunkKeys));
+      const __m512 e1 = Exp2ForBf16_512(_mm512_load_ps(exponents + i * kChunkKeys + 16));
+      float* row_sums = sums + i * 16;
+      _mm512_storeu_ps(row_sums, _mm512_add_ps(_mm512_loadu_ps(row_sums), _mm512_add_ps(e0, e1)));
+      _mm512_store_si512(chunk_probs + i * kChunkKeys,
+                         reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
+    }
+    if (pending >= 0) accumulate(pending, probs[pending & 1]);
+    pending = c;
+  }
+  accumulate(pending, probs[pending & 1]);
+  _tile_stored(6, acc, kRowStride);
+  _tile_stored(7, acc + 16, kRowStride);
+}
+
 // One (item, head, query block): queries [first, last) against its spans.
 DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
                                int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
@@ -278,29 +451,43 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
   const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
-  s.q.assign(static_cast<size_t>(padded_rows) * d, 0);
+  s.q.resize(static_cast<size_t>(padded_rows) * d);
   const uint16_t* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     std::memcpy(s.q.data() + r * d, q + r * q_layout.row_stride, d * sizeof(uint16_t));
   }
-  s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
-  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(padded_rows, 0.0f);
+  std::fill(s.q.begin() + static_cast<int64_t>(rows) * d, s.q.end(), uint16_t{0});
+  const bool head32 = d == 32;
+  if (head32) {  // the first step zeroes the accumulator and sums
+    s.acc.resize(static_cast<size_t>(padded_rows) * d);
+    s.row_sums16.resize(static_cast<size_t>(padded_rows) * 16);
+    s.row_shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
+  } else {
+    s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
+    s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
+    s.row_sum.assign(padded_rows, 0.0f);
+  }
 
   const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
   const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
   int32_t filled = 0;
+  bool first_step = true;
   auto run_tile = [&]() {
     const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
     PackKeys(s, keys, k_layout.row_stride, filled, padded_keys, d);
     PackValues(s, values, v_layout.row_stride, filled, padded_keys, d);
     // Row tile by row tile, so that its scores and probabilities stay in L1.
     for (int32_t r = 0; r < row_tiles; ++r) {
+      if (head32) {
+        AttendRowTileHead32(s, p.scale, r, filled, padded_keys, first_step);
+        continue;
+      }
       Scores(s, r, padded_keys, d);
       SoftmaxUpdate(s, p.scale, r, filled, padded_keys, d);
       Accumulate(s, r, padded_keys, d);
     }
     filled = 0;
+    first_step = false;
   };
   for (int32_t span = 0; span < num_spans; ++span) {
     const int32_t end = spans[span].begin + spans[span].length;
@@ -313,7 +500,9 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
 
   const int64_t out_start = out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
-    const __m512 inverse = _mm512_set1_ps(s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f);
+    const float sum =
+        head32 ? _mm512_reduce_add_ps(_mm512_loadu_ps(s.row_sums16.data() + r * 16)) : s.row_sum[r];
+    const __m512 inverse = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
     const int64_t row = out_start + r * out_layout.row_stride;
     for (int32_t n = 0; n < d; n += 16) {
@@ -362,7 +551,7 @@ class AmxWorker {
 bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
   static const bool ready = [] {
     const CpuFeatures& cpu = HostCpuFeatures();
-    return cpu.amx_bf16 && cpu.avx512_bf16 && cpu.avx512bw_vl && RequestTileData();
+    return cpu.amx_bf16 && cpu.avx512_bf16 && cpu.avx512bw_vl && cpu.avx512dq && RequestTileData();
   }();
   return ready && head_dim >= kDepth && head_dim <= kMaxHeadDim && head_dim % kDepth == 0;
 }

@@ -34,6 +34,7 @@ CpuFeatures Detect() {
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     features.avx512f = avx512_state && (ebx & (1u << 16)) != 0;
     features.avx512bw_vl = features.avx512f && (ebx & (1u << 30)) != 0 && (ebx & (1u << 31)) != 0;
+    features.avx512dq = features.avx512f && (ebx & (1u << 17)) != 0;
     const bool amx_tile = (edx & (1u << 24)) != 0;
     features.amx_bf16 = amx_state && amx_tile && (edx & (1u << 22)) != 0;
     features.amx_int8 = amx_state && amx_tile && (edx & (1u << 25)) != 0;

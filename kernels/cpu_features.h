@@ -10,8 +10,9 @@ namespace docsparse {
 
 struct CpuFeatures {
   bool avx2_fma = false;
-  bool avx512f = false;  // with AVX-512 state enabled by the OS
+  bool avx512f = false;      // with AVX-512 state enabled by the OS
   bool avx512bw_vl = false;  // byte/word ops and their 256-bit forms
+  bool avx512dq = false;     // VREDUCEPS and the other doubleword/quadword ops
   bool avx512_bf16 = false;  // VDPBF16PS
   bool amx_bf16 = false;     // AMX tiles with BF16, tile state enabled by the OS
   bool amx_int8 = false;

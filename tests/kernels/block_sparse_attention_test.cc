@@ -359,6 +359,27 @@ TEST(BlockSparseAttentionAmxTest, ShortSpansShareATileAndDenseSpansMatchReferenc
   ExpectWithinBf16(RunAmx(dense, 2), Reference(dense.problem));
 }
 
+TEST(BlockSparseAttentionAmxTest, LaterKeysFarAboveTheFirstChunksMatchReference) {
+  SKIP_WITHOUT_AMX(32);
+  // d = 32 keeps each row's first-chunk maximum as its shift until a later
+  // chunk's scores exceed it by 2^30: keys past the first 100 scaled by 3
+  // (some rows cross that, some not) and by 8 (every row, many times over),
+  // in one tile and across the 768-key tiles.
+  for (const float factor : {3.0f, 8.0f}) {
+    for (const int k_len : {300, 2000}) {
+      Problem p = MakeProblem(1, 2, 40, k_len, 32, 20, /*dense=*/true, 11);
+      for (int head = 0; head < 2; ++head) {
+        for (int key = 100; key < k_len; ++key) {
+          for (int i = 0; i < 32; ++i)
+            p.k[(static_cast<size_t>(head) * k_len + key) * 32 + i] *= factor;
+        }
+      }
+      const Bf16Problem b = ToBf16(std::move(p));
+      ExpectWithinBf16(RunAmx(b, 2), Reference(b.problem));
+    }
+  }
+}
+
 TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
   SKIP_WITHOUT_AMX(32);
   Bf16Problem b = ToBf16(MakeProblem(1, 1, 40, 40, 32, 20, /*dense=*/true, 3));

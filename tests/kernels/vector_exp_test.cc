@@ -32,5 +32,24 @@ TEST(VectorExpTest, ExpNonPositiveIsWithin1e5OfExpAndUnderflowsToZero) {
   EXPECT_EQ(ExpNonPositiveLane(-1e30f), 0.0f);
 }
 
+__attribute__((target("avx512f,avx512dq"))) float Exp2ForBf16Lane(float t) {
+  float out[16];
+  _mm512_storeu_ps(out, Exp2ForBf16_512(_mm512_set1_ps(t)));
+  return out[0];
+}
+
+TEST(VectorExpTest, Exp2ForBf16IsWithinATwentiethOfBf16sStepAndUnderflowsToZero) {
+  const CpuFeatures& cpu = HostCpuFeatures();
+  if (!cpu.avx512f || !cpu.avx512dq) GTEST_SKIP() << "no AVX-512 DQ on this CPU";
+  double worst = 0;
+  for (double t = 0; t >= -120; t -= 0.00377) {
+    const double want = std::exp2(t);
+    worst = std::max(worst, std::fabs(Exp2ForBf16Lane(static_cast<float>(t)) - want) / want);
+  }
+  EXPECT_LT(worst, 1e-4);  // bf16 rounds to within 2^-9 = 2e-3
+  EXPECT_NEAR(Exp2ForBf16Lane(0.0f), 1.0f, 1e-4);
+  EXPECT_EQ(Exp2ForBf16Lane(-1000.0f), 0.0f);  // the AMX kernel's padding exponent
+}
+
 }  // namespace
 }  // namespace docsparse
