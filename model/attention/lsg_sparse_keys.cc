@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "kernels/row_norms.h"
 
 namespace docsparse {
 namespace {
@@ -66,33 +69,43 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
   // together in the projection's output, so the norms read it in order
   // (head by head, strided over tokens, they waited on memory).
   at::parallel_for(0, t / chunk, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<float> norms(static_cast<size_t>(heads * chunk));  // [heads, chunk]
+    std::vector<float> norms(static_cast<size_t>(chunk * heads));  // [chunk, heads]
     std::vector<int32_t> order(static_cast<size_t>(chunk));
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
       for (int64_t j = 0; j < chunk; ++j) {
         const int64_t token = c * chunk + j;
-        for (int64_t h = 0; h < heads; ++h) {
-          const T* row = k + h * keys.stride(0) + token * keys.stride(1);
-          // Eight partial sums: one is a chain of dependent adds.
-          float partial[8] = {};
-          int64_t e = 0;
-          for (; e + 8 <= d; e += 8) {
-            for (int lane = 0; lane < 8; ++lane) {
-              const float value = static_cast<float>(row[e + lane]);
-              partial[lane] += value * value;
+        float* token_norms = norms.data() + j * heads;
+        if (!attendable[token]) {
+          std::fill(token_norms, token_norms + heads, 0.0f);
+        } else if constexpr (std::is_same_v<T, at::BFloat16>) {
+          Bf16RowNorms(reinterpret_cast<const uint16_t*>(k + token * keys.stride(1)), heads,
+                       keys.stride(0), d, token_norms);
+        } else {
+          for (int64_t h = 0; h < heads; ++h) {
+            const T* row = k + h * keys.stride(0) + token * keys.stride(1);
+            // Eight partial sums: one is a chain of dependent adds.
+            float partial[8] = {};
+            int64_t e = 0;
+            for (; e + 8 <= d; e += 8) {
+              for (int lane = 0; lane < 8; ++lane) {
+                const float value = static_cast<float>(row[e + lane]);
+                partial[lane] += value * value;
+              }
             }
+            for (; e < d; ++e)
+              partial[0] += static_cast<float>(row[e]) * static_cast<float>(row[e]);
+            float sum = 0;
+            for (float p : partial) sum += p;
+            token_norms[h] = std::sqrt(sum);
           }
-          for (; e < d; ++e) partial[0] += static_cast<float>(row[e]) * static_cast<float>(row[e]);
-          float sum = 0;
-          for (float p : partial) sum += p;
-          norms[h * chunk + j] = attendable[token] ? std::sqrt(sum) : 0.0f;
         }
       }
       for (int64_t h = 0; h < heads; ++h) {
-        const float* head_norms = norms.data() + h * chunk;
+        const float* head_norms = norms.data() + h;  // every heads-th
         for (int64_t j = 0; j < chunk; ++j) order[j] = static_cast<int32_t>(j);
-        const auto ascending = [head_norms](int32_t a, int32_t b) {
-          return head_norms[a] < head_norms[b] || (head_norms[a] == head_norms[b] && a < b);
+        const auto ascending = [head_norms, heads](int32_t a, int32_t b) {
+          const float norm_a = head_norms[a * heads], norm_b = head_norms[b * heads];
+          return norm_a < norm_b || (norm_a == norm_b && a < b);
         };
         const auto kept = order.begin() + (chunk - per_chunk);
         std::nth_element(order.begin(), kept, order.end(), ascending);
