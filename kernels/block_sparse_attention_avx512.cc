@@ -1,5 +1,5 @@
 // The fp32 tile loops on AVX-512: the AVX2 loops' structure with 16 lanes,
-// 4 rows x 32 keys of scores and 4 rows x 32 output columns in registers,
+// 8 rows x 32 keys of scores and 8 rows x 32 output columns in registers,
 // and the softmax's exponential by ExpNonPositive512.
 #include <immintrin.h>
 
@@ -16,63 +16,55 @@ namespace {
 
 #define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
-// scores[r][j] = q[r]·k[j] for 4 rows x 32 keys (16 at the tail) at a time.
-DOCSPARSE_AVX512 void Scores(const Fp32Tile& t, int32_t padded_keys) {
+// scores[r + x][j] = q[r + x]·k[j] for R rows x 32 keys (16 at the tail)
+// at a time: 2R accumulators, so that the FMAs' latency (4 cycles, two
+// ports) is covered; four rows (8 accumulators) left the ports idle.
+template <int R>
+DOCSPARSE_AVX512 void ScoreRows(const Fp32Tile& t, int32_t r, int32_t padded_keys) {
   const int32_t d = t.head_dim;
-  for (int32_t r = 0; r < t.rows; r += 4) {
-    const float* q0 = t.q + static_cast<int64_t>(r) * d;
-    const float* q1 = q0 + d;
-    const float* q2 = q1 + d;
-    const float* q3 = q2 + d;
-    float* s = t.scores + static_cast<int64_t>(r) * t.stride;
-    int32_t j = 0;
-    for (; j + 32 <= padded_keys; j += 32) {
-      __m512 a00 = _mm512_setzero_ps(), a01 = _mm512_setzero_ps();
-      __m512 a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps();
-      __m512 a20 = _mm512_setzero_ps(), a21 = _mm512_setzero_ps();
-      __m512 a30 = _mm512_setzero_ps(), a31 = _mm512_setzero_ps();
-      for (int32_t i = 0; i < d; ++i) {
-        const float* kt = t.keys_t + static_cast<int64_t>(i) * t.stride + j;
-        const __m512 k0 = _mm512_loadu_ps(kt);
-        const __m512 k1 = _mm512_loadu_ps(kt + 16);
-        __m512 b = _mm512_set1_ps(q0[i]);
-        a00 = _mm512_fmadd_ps(b, k0, a00);
-        a01 = _mm512_fmadd_ps(b, k1, a01);
-        b = _mm512_set1_ps(q1[i]);
-        a10 = _mm512_fmadd_ps(b, k0, a10);
-        a11 = _mm512_fmadd_ps(b, k1, a11);
-        b = _mm512_set1_ps(q2[i]);
-        a20 = _mm512_fmadd_ps(b, k0, a20);
-        a21 = _mm512_fmadd_ps(b, k1, a21);
-        b = _mm512_set1_ps(q3[i]);
-        a30 = _mm512_fmadd_ps(b, k0, a30);
-        a31 = _mm512_fmadd_ps(b, k1, a31);
+  const float* q = t.q + static_cast<int64_t>(r) * d;
+  float* s = t.scores + static_cast<int64_t>(r) * t.stride;
+  int32_t j = 0;
+  for (; j + 32 <= padded_keys; j += 32) {
+    __m512 a[R][2];
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) a[x][0] = a[x][1] = _mm512_setzero_ps();
+    for (int32_t i = 0; i < d; ++i) {
+      const float* kt = t.keys_t + static_cast<int64_t>(i) * t.stride + j;
+      const __m512 k0 = _mm512_loadu_ps(kt);
+      const __m512 k1 = _mm512_loadu_ps(kt + 16);
+#pragma GCC unroll 8
+      for (int x = 0; x < R; ++x) {
+        const __m512 b = _mm512_set1_ps(q[x * d + i]);
+        a[x][0] = _mm512_fmadd_ps(b, k0, a[x][0]);
+        a[x][1] = _mm512_fmadd_ps(b, k1, a[x][1]);
       }
-      _mm512_storeu_ps(s + j, a00);
-      _mm512_storeu_ps(s + j + 16, a01);
-      _mm512_storeu_ps(s + t.stride + j, a10);
-      _mm512_storeu_ps(s + t.stride + j + 16, a11);
-      _mm512_storeu_ps(s + 2 * t.stride + j, a20);
-      _mm512_storeu_ps(s + 2 * t.stride + j + 16, a21);
-      _mm512_storeu_ps(s + 3 * t.stride + j, a30);
-      _mm512_storeu_ps(s + 3 * t.stride + j + 16, a31);
     }
-    if (j < padded_keys) {  // the last 16
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-      for (int32_t i = 0; i < d; ++i) {
-        const __m512 k = _mm512_loadu_ps(t.keys_t + static_cast<int64_t>(i) * t.stride + j);
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(q0[i]), k, a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(q1[i]), k, a1);
-        a2 = _mm512_fmadd_ps(_mm512_set1_ps(q2[i]), k, a2);
-        a3 = _mm512_fmadd_ps(_mm512_set1_ps(q3[i]), k, a3);
-      }
-      _mm512_storeu_ps(s + j, a0);
-      _mm512_storeu_ps(s + t.stride + j, a1);
-      _mm512_storeu_ps(s + 2 * t.stride + j, a2);
-      _mm512_storeu_ps(s + 3 * t.stride + j, a3);
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) {
+      _mm512_storeu_ps(s + x * t.stride + j, a[x][0]);
+      _mm512_storeu_ps(s + x * t.stride + j + 16, a[x][1]);
     }
   }
+  if (j < padded_keys) {  // the last 16
+    __m512 a[R];
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) a[x] = _mm512_setzero_ps();
+    for (int32_t i = 0; i < d; ++i) {
+      const __m512 k = _mm512_loadu_ps(t.keys_t + static_cast<int64_t>(i) * t.stride + j);
+#pragma GCC unroll 8
+      for (int x = 0; x < R; ++x) a[x] = _mm512_fmadd_ps(_mm512_set1_ps(q[x * d + i]), k, a[x]);
+    }
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) _mm512_storeu_ps(s + x * t.stride + j, a[x]);
+  }
+}
+
+// Eight rows at a time, then the last four (rows is a multiple of 4).
+DOCSPARSE_AVX512 void Scores(const Fp32Tile& t, int32_t padded_keys) {
+  int32_t r = 0;
+  for (; r + 8 <= t.rows; r += 8) ScoreRows<8>(t, r, padded_keys);
+  if (r < t.rows) ScoreRows<4>(t, r, padded_keys);
 }
 
 // Online-softmax update of every row over the tile's first tile_keys scores;
@@ -85,65 +77,59 @@ DOCSPARSE_AVX512 void SoftmaxUpdate(const Fp32Tile& t, int32_t tile_keys, int32_
   }
 }
 
-// acc[r] += Σ_j p[r][j] · v[j], 4 rows x 32 output columns (16 at the tail)
-// in registers.
-DOCSPARSE_AVX512 void Accumulate(const Fp32Tile& t, const float* values, int64_t value_stride,
-                                 int32_t tile_keys) {
+// acc[r + x] += Σ_j p[r + x][j] · v[j], R rows x 32 output columns (16 at
+// the tail) in registers, as ScoreRows.
+template <int R>
+DOCSPARSE_AVX512 void AccumulateRows(const Fp32Tile& t, int32_t r, const float* values,
+                                     int64_t value_stride, int32_t tile_keys) {
   const int32_t d = t.head_dim;
-  for (int32_t r = 0; r < t.rows; r += 4) {
-    const float* p0 = t.scores + static_cast<int64_t>(r) * t.stride;
-    const float* p1 = p0 + t.stride;
-    const float* p2 = p1 + t.stride;
-    const float* p3 = p2 + t.stride;
-    float* acc = t.acc + static_cast<int64_t>(r) * d;
-    int32_t c = 0;
-    for (; c + 32 <= d; c += 32) {
-      __m512 a00 = _mm512_loadu_ps(acc + c), a01 = _mm512_loadu_ps(acc + c + 16);
-      __m512 a10 = _mm512_loadu_ps(acc + d + c), a11 = _mm512_loadu_ps(acc + d + c + 16);
-      __m512 a20 = _mm512_loadu_ps(acc + 2 * d + c), a21 = _mm512_loadu_ps(acc + 2 * d + c + 16);
-      __m512 a30 = _mm512_loadu_ps(acc + 3 * d + c), a31 = _mm512_loadu_ps(acc + 3 * d + c + 16);
-      for (int32_t j = 0; j < tile_keys; ++j) {
-        const float* v = values + j * value_stride + c;
-        const __m512 v0 = _mm512_loadu_ps(v);
-        const __m512 v1 = _mm512_loadu_ps(v + 16);
-        __m512 b = _mm512_set1_ps(p0[j]);
-        a00 = _mm512_fmadd_ps(b, v0, a00);
-        a01 = _mm512_fmadd_ps(b, v1, a01);
-        b = _mm512_set1_ps(p1[j]);
-        a10 = _mm512_fmadd_ps(b, v0, a10);
-        a11 = _mm512_fmadd_ps(b, v1, a11);
-        b = _mm512_set1_ps(p2[j]);
-        a20 = _mm512_fmadd_ps(b, v0, a20);
-        a21 = _mm512_fmadd_ps(b, v1, a21);
-        b = _mm512_set1_ps(p3[j]);
-        a30 = _mm512_fmadd_ps(b, v0, a30);
-        a31 = _mm512_fmadd_ps(b, v1, a31);
-      }
-      _mm512_storeu_ps(acc + c, a00);
-      _mm512_storeu_ps(acc + c + 16, a01);
-      _mm512_storeu_ps(acc + d + c, a10);
-      _mm512_storeu_ps(acc + d + c + 16, a11);
-      _mm512_storeu_ps(acc + 2 * d + c, a20);
-      _mm512_storeu_ps(acc + 2 * d + c + 16, a21);
-      _mm512_storeu_ps(acc + 3 * d + c, a30);
-      _mm512_storeu_ps(acc + 3 * d + c + 16, a31);
+  const float* p = t.scores + static_cast<int64_t>(r) * t.stride;
+  float* acc = t.acc + static_cast<int64_t>(r) * d;
+  int32_t c = 0;
+  for (; c + 32 <= d; c += 32) {
+    __m512 a[R][2];
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) {
+      a[x][0] = _mm512_loadu_ps(acc + x * d + c);
+      a[x][1] = _mm512_loadu_ps(acc + x * d + c + 16);
     }
-    if (c < d) {  // the last 16 columns
-      __m512 a0 = _mm512_loadu_ps(acc + c), a1 = _mm512_loadu_ps(acc + d + c);
-      __m512 a2 = _mm512_loadu_ps(acc + 2 * d + c), a3 = _mm512_loadu_ps(acc + 3 * d + c);
-      for (int32_t j = 0; j < tile_keys; ++j) {
-        const __m512 v = _mm512_loadu_ps(values + j * value_stride + c);
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[j]), v, a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(p1[j]), v, a1);
-        a2 = _mm512_fmadd_ps(_mm512_set1_ps(p2[j]), v, a2);
-        a3 = _mm512_fmadd_ps(_mm512_set1_ps(p3[j]), v, a3);
+    for (int32_t j = 0; j < tile_keys; ++j) {
+      const float* v = values + j * value_stride + c;
+      const __m512 v0 = _mm512_loadu_ps(v);
+      const __m512 v1 = _mm512_loadu_ps(v + 16);
+#pragma GCC unroll 8
+      for (int x = 0; x < R; ++x) {
+        const __m512 b = _mm512_set1_ps(p[x * t.stride + j]);
+        a[x][0] = _mm512_fmadd_ps(b, v0, a[x][0]);
+        a[x][1] = _mm512_fmadd_ps(b, v1, a[x][1]);
       }
-      _mm512_storeu_ps(acc + c, a0);
-      _mm512_storeu_ps(acc + d + c, a1);
-      _mm512_storeu_ps(acc + 2 * d + c, a2);
-      _mm512_storeu_ps(acc + 3 * d + c, a3);
+    }
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) {
+      _mm512_storeu_ps(acc + x * d + c, a[x][0]);
+      _mm512_storeu_ps(acc + x * d + c + 16, a[x][1]);
     }
   }
+  if (c < d) {  // the last 16 columns
+    __m512 a[R];
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) a[x] = _mm512_loadu_ps(acc + x * d + c);
+    for (int32_t j = 0; j < tile_keys; ++j) {
+      const __m512 v = _mm512_loadu_ps(values + j * value_stride + c);
+#pragma GCC unroll 8
+      for (int x = 0; x < R; ++x)
+        a[x] = _mm512_fmadd_ps(_mm512_set1_ps(p[x * t.stride + j]), v, a[x]);
+    }
+#pragma GCC unroll 8
+    for (int x = 0; x < R; ++x) _mm512_storeu_ps(acc + x * d + c, a[x]);
+  }
+}
+
+DOCSPARSE_AVX512 void Accumulate(const Fp32Tile& t, const float* values, int64_t value_stride,
+                                 int32_t tile_keys) {
+  int32_t r = 0;
+  for (; r + 8 <= t.rows; r += 8) AccumulateRows<8>(t, r, values, value_stride, tile_keys);
+  if (r < t.rows) AccumulateRows<4>(t, r, values, value_stride, tile_keys);
 }
 
 }  // namespace
