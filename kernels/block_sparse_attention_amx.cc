@@ -497,6 +497,10 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
     }
   }
   if (filled > 0) run_tile();
+  if (head32 && first_step) {  // no keys: the buffers still hold the last block's
+    std::fill(s.acc.begin(), s.acc.end(), 0.0f);
+    std::fill(s.row_sums16.begin(), s.row_sums16.end(), 0.0f);
+  }
 
   const int64_t out_start = out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {

@@ -388,6 +388,12 @@ TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
   const std::vector<float> out = RunAmx(b, 1);
   for (int i = 0; i < 20 * 32; ++i) EXPECT_EQ(out[i], 0.0f);
   ExpectWithinBf16(out, Reference(b.problem));
+  // An empty block after a full one on the same thread: nothing of the
+  // full block's sums and outputs may leak into it.
+  b.problem.offsets = {0, 1, 1};  // second block empty
+  const std::vector<float> second = RunAmx(b, 1);
+  for (int i = 20 * 32; i < 40 * 32; ++i) EXPECT_EQ(second[i], 0.0f);
+  ExpectWithinBf16(second, Reference(b.problem));
 }
 
 TEST(BlockSparseAttentionAmxTest, ThreadCountDoesNotChangeBits) {
