@@ -108,7 +108,9 @@ DOCSPARSE_AVX2 void SoftmaxUpdate(const Fp32Tile& t, int32_t tile_keys, int32_t 
   }
 }
 
-// acc[r] += Σ_j p[r][j] · v[j], 4 rows x 8 output columns in registers.
+// acc[r] += Σ_j p[r][j] · v[j], 4 rows x 16 output columns in registers (8
+// at the tail): 8 accumulators cover the FMAs' latency on two ports, where
+// 4 rows x 8 columns (4 accumulators) ran at half their rate.
 DOCSPARSE_AVX2 void Accumulate(const Fp32Tile& t, const float* values, int64_t value_stride,
                                int32_t tile_keys) {
   const int32_t d = t.head_dim;
@@ -117,7 +119,40 @@ DOCSPARSE_AVX2 void Accumulate(const Fp32Tile& t, const float* values, int64_t v
     const float* p1 = p0 + t.stride;
     const float* p2 = p1 + t.stride;
     const float* p3 = p2 + t.stride;
-    for (int32_t c = 0; c < d; c += 8) {
+    int32_t c = 0;
+    for (; c + 16 <= d; c += 16) {
+      float* acc = t.acc + static_cast<int64_t>(r) * d + c;
+      __m256 a00 = _mm256_loadu_ps(acc), a01 = _mm256_loadu_ps(acc + 8);
+      __m256 a10 = _mm256_loadu_ps(acc + d), a11 = _mm256_loadu_ps(acc + d + 8);
+      __m256 a20 = _mm256_loadu_ps(acc + 2 * d), a21 = _mm256_loadu_ps(acc + 2 * d + 8);
+      __m256 a30 = _mm256_loadu_ps(acc + 3 * d), a31 = _mm256_loadu_ps(acc + 3 * d + 8);
+      for (int32_t j = 0; j < tile_keys; ++j) {
+        const float* v = values + j * value_stride + c;
+        const __m256 v0 = _mm256_loadu_ps(v);
+        const __m256 v1 = _mm256_loadu_ps(v + 8);
+        __m256 b = _mm256_broadcast_ss(p0 + j);
+        a00 = _mm256_fmadd_ps(b, v0, a00);
+        a01 = _mm256_fmadd_ps(b, v1, a01);
+        b = _mm256_broadcast_ss(p1 + j);
+        a10 = _mm256_fmadd_ps(b, v0, a10);
+        a11 = _mm256_fmadd_ps(b, v1, a11);
+        b = _mm256_broadcast_ss(p2 + j);
+        a20 = _mm256_fmadd_ps(b, v0, a20);
+        a21 = _mm256_fmadd_ps(b, v1, a21);
+        b = _mm256_broadcast_ss(p3 + j);
+        a30 = _mm256_fmadd_ps(b, v0, a30);
+        a31 = _mm256_fmadd_ps(b, v1, a31);
+      }
+      _mm256_storeu_ps(acc, a00);
+      _mm256_storeu_ps(acc + 8, a01);
+      _mm256_storeu_ps(acc + d, a10);
+      _mm256_storeu_ps(acc + d + 8, a11);
+      _mm256_storeu_ps(acc + 2 * d, a20);
+      _mm256_storeu_ps(acc + 2 * d + 8, a21);
+      _mm256_storeu_ps(acc + 3 * d, a30);
+      _mm256_storeu_ps(acc + 3 * d + 8, a31);
+    }
+    if (c < d) {  // the last 8 columns
       float* acc = t.acc + static_cast<int64_t>(r) * d + c;
       __m256 a0 = _mm256_loadu_ps(acc);
       __m256 a1 = _mm256_loadu_ps(acc + d);

@@ -57,11 +57,12 @@ TEST(BlockSparseAttentionTest, RandomSpansOddShapesMatchReference) {
 }
 
 TEST(BlockSparseAttentionTest, SimdAndPortablePathsAgreeOnLongSpans) {
-  // Head sizes of the tiny fixtures (8), MiniLM (32), 48 (AVX-512's tail of
-  // 16 columns), base models (64); spans longer than one 256-key tile, with
-  // 16-key tails; blocks not a multiple of 4 rows. kAuto is AVX-512 on CPUs
-  // with it (head_dim a multiple of 16), kAvx2 forces AVX2.
-  for (int head_dim : {8, 32, 48, 64}) {
+  // Head sizes of the tiny fixtures (8), MiniLM (32), 40 (AVX2's tail of 8
+  // columns after 16-column blocks), 48 (AVX-512's tail of 16 columns), base
+  // models (64); spans longer than one 256-key tile, with 16-key tails;
+  // blocks not a multiple of 4 rows. kAuto is AVX-512 on CPUs with it
+  // (head_dim a multiple of 16), kAvx2 forces AVX2.
+  for (int head_dim : {8, 32, 40, 48, 64}) {
     const Problem p = MakeProblem(2, 2, 70, 700, head_dim, 13, /*dense=*/false, head_dim, 300);
     const std::vector<float> want = Reference(p);
     for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAuto}) {
