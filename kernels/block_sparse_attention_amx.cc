@@ -66,6 +66,11 @@ DOCSPARSE_AMX void ConfigureTiles() {
   __asm__ volatile("ldtilecfg %0" ::"m"(config));
 }
 
+// Lanes [j, j + 16) that hold real keys.
+inline __mmask16 RealLanes(int32_t j, int32_t keys) {
+  return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
+}
+
 // Per-thread buffers, reused across work items.
 struct Scratch {
   std::vector<int32_t> keys;       // [kKeyTile] the tile's keys: positions in the key sequence
@@ -179,10 +184,6 @@ DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t r, int32_t key
   constexpr float kLog2e = 1.44269504088896341f;
   const __m512 scale2 = _mm512_set1_ps(scale * kLog2e);
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  // Lanes [j, j + 16) that hold real keys.
-  const auto real = [keys](int32_t j) -> __mmask16 {
-    return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
-  };
   for (int32_t i = 0; i < kTileRows; ++i) {
     const int32_t row = r * kTileRows + i;
     const float* scores = s.scores.data() + static_cast<int64_t>(i) * kKeyTile;
@@ -198,7 +199,7 @@ DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t r, int32_t key
       max_d = _mm512_max_ps(max_d, _mm512_loadu_ps(scores + j + 48));
     }
     for (; j < keys; j += 16) {
-      max_a = _mm512_max_ps(max_a, _mm512_mask_loadu_ps(lowest, real(j), scores + j));
+      max_a = _mm512_max_ps(max_a, _mm512_mask_loadu_ps(lowest, RealLanes(j, keys), scores + j));
     }
     const __m512 max16 = _mm512_max_ps(_mm512_max_ps(max_a, max_b), _mm512_max_ps(max_c, max_d));
     const float new_max = std::max(s.row_max[row], _mm512_reduce_max_ps(max16) * scale);
@@ -212,8 +213,8 @@ DOCSPARSE_AMX void SoftmaxUpdate(Scratch& s, float scale, int32_t r, int32_t key
       __m512 e1 =
           Exp2ForBf16_512(_mm512_fmsub_ps(_mm512_loadu_ps(scores + j + 16), scale2, shift2));
       if (j + 32 > keys) {
-        e0 = _mm512_maskz_mov_ps(real(j), e0);
-        e1 = _mm512_maskz_mov_ps(real(j + 16), e1);
+        e0 = _mm512_maskz_mov_ps(RealLanes(j, keys), e0);
+        e1 = _mm512_maskz_mov_ps(RealLanes(j + 16, keys), e1);
       }
       _mm512_storeu_si512(probs + j, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
       sum_a = _mm512_add_ps(sum_a, e0);
@@ -294,11 +295,6 @@ constexpr int32_t kChunkKeys = 32;
 // An exponent that 2^t turns into an exact 0 (padding keys), and finite,
 // which Exp2ForBf16_512 needs.
 constexpr float kPaddingExponent = -1000.0f;
-
-// Lanes [j, j + 16) that hold real keys.
-inline __mmask16 RealLanes(int32_t j, int32_t keys) {
-  return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
-}
 
 // exponents[i][·] = scale2·scores[i][·] − shift[i] over one chunk, the
 // padding keys' set to kPaddingExponent (only the last chunk has any);

@@ -29,19 +29,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void RowNormsAvx512(const u
   }
 }
 
-void RowNormsScalar(const uint16_t* rows, int64_t count, int64_t stride, int64_t d, float* out) {
+inline float ToFloat(uint16_t bf16) { return Bf16ToFloat(bf16); }
+inline float ToFloat(float value) { return value; }
+
+template <typename T>
+void RowNormsScalar(const T* rows, int64_t count, int64_t stride, int64_t d, float* out) {
   for (int64_t i = 0; i < count; ++i) {
-    const uint16_t* row = rows + i * stride;
+    const T* row = rows + i * stride;
     // Eight partial sums: one is a chain of dependent adds.
     float partial[8] = {};
     int64_t e = 0;
     for (; e + 8 <= d; e += 8) {
       for (int lane = 0; lane < 8; ++lane) {
-        const float value = Bf16ToFloat(row[e + lane]);
+        const float value = ToFloat(row[e + lane]);
         partial[lane] += value * value;
       }
     }
-    for (; e < d; ++e) partial[0] += Bf16ToFloat(row[e]) * Bf16ToFloat(row[e]);
+    for (; e < d; ++e) partial[0] += ToFloat(row[e]) * ToFloat(row[e]);
     float sum = 0;
     for (float p : partial) sum += p;
     out[i] = std::sqrt(sum);
@@ -57,6 +61,10 @@ void Bf16RowNorms(const uint16_t* rows, int64_t count, int64_t stride, int64_t d
   } else {
     RowNormsScalar(rows, count, stride, d, out);
   }
+}
+
+void FloatRowNorms(const float* rows, int64_t count, int64_t stride, int64_t d, float* out) {
+  RowNormsScalar(rows, count, stride, d, out);
 }
 
 }  // namespace docsparse

@@ -1,4 +1,4 @@
-// Euclidean norms of bf16 rows, for LSG's norm sparsity, which ranks every
+// Euclidean norms of rows (bf16 or fp32), for LSG's norm sparsity, which ranks every
 // key of a layer by its norm (4,096 tokens x 12 heads: 49,152 rows a layer).
 #ifndef DOCSPARSE_KERNELS_ROW_NORMS_H_
 #define DOCSPARSE_KERNELS_ROW_NORMS_H_
@@ -11,6 +11,9 @@ namespace docsparse {
 // bits). On AVX-512 where d is a multiple of 16 (fp32 sums of 16 lanes),
 // else scalar (8 partial sums); the two may differ in the last bit.
 void Bf16RowNorms(const uint16_t* rows, int64_t count, int64_t stride, int64_t d, float* out);
+
+// The same over fp32 rows (scalar, 8 partial sums).
+void FloatRowNorms(const float* rows, int64_t count, int64_t stride, int64_t d, float* out);
 
 }  // namespace docsparse
 

@@ -58,6 +58,12 @@ using AttentionKnobValues = std::map<std::string, double>;
 // `knobs[name]` when set, else `fallback`.
 double KnobOr(const AttentionKnobValues& knobs, const std::string& name, double fallback);
 
+// An integer knob that is set (the planners' knobs after their natives are
+// applied); throws std::out_of_range where it is not.
+inline int32_t IntKnob(const AttentionKnobValues& knobs, const char* name) {
+  return static_cast<int32_t>(knobs.at(name));
+}
+
 // What one request's budget resolved to (DESIGN.md, "Budgets"), per batch
 // item.
 struct ItemAttentionOptions {

@@ -22,10 +22,6 @@
 namespace docsparse {
 namespace {
 
-int32_t Knob(const AttentionKnobValues& knobs, const char* name) {
-  return static_cast<int32_t>(knobs.at(name));
-}
-
 // What distinguishes one content pattern from another.
 struct ContentPattern {
   AttentionKind kind;
@@ -149,7 +145,7 @@ class ContentPlanner final : public AttentionPlanner {
 };
 
 LshKnobs LshKnobsOf(const AttentionKnobValues& k) {
-  return LshKnobs{Knob(k, "buckets"), Knob(k, "chunk"), Knob(k, "rounds")};
+  return LshKnobs{IntKnob(k, "buckets"), IntKnob(k, "chunk"), IntKnob(k, "rounds")};
 }
 
 ContentPattern Lsh() {
@@ -171,9 +167,9 @@ ContentPattern Lsh() {
     return LshMaxHeadEdges(LshKnobsOf(k), n);
   };
   p.validate = [](const AttentionKnobValues& k) {
-    if (Knob(k, "buckets") % 2 != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buckets: ", Knob(k, "buckets"), " must be even (argmax over [xR; -xR])"));
+    if (IntKnob(k, "buckets") % 2 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("buckets: ", IntKnob(k, "buckets"),
+                                                     " must be even (argmax over [xR; -xR])"));
     }
     return absl::OkStatus();
   };
@@ -189,7 +185,7 @@ ContentPattern Lsh() {
 }
 
 RoutingKnobs RoutingKnobsOf(const AttentionKnobValues& k) {
-  return RoutingKnobs{Knob(k, "clusters"), Knob(k, "iterations")};
+  return RoutingKnobs{IntKnob(k, "clusters"), IntKnob(k, "iterations")};
 }
 
 ContentPattern Routing() {

@@ -81,23 +81,7 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
           Bf16RowNorms(reinterpret_cast<const uint16_t*>(k + token * keys.stride(1)), heads,
                        keys.stride(0), d, token_norms);
         } else {
-          for (int64_t h = 0; h < heads; ++h) {
-            const T* row = k + h * keys.stride(0) + token * keys.stride(1);
-            // Eight partial sums: one is a chain of dependent adds.
-            float partial[8] = {};
-            int64_t e = 0;
-            for (; e + 8 <= d; e += 8) {
-              for (int lane = 0; lane < 8; ++lane) {
-                const float value = static_cast<float>(row[e + lane]);
-                partial[lane] += value * value;
-              }
-            }
-            for (; e < d; ++e)
-              partial[0] += static_cast<float>(row[e]) * static_cast<float>(row[e]);
-            float sum = 0;
-            for (float p : partial) sum += p;
-            token_norms[h] = std::sqrt(sum);
-          }
+          FloatRowNorms(k + token * keys.stride(1), heads, keys.stride(0), d, token_norms);
         }
       }
       for (int64_t h = 0; h < heads; ++h) {

@@ -25,10 +25,6 @@
 namespace docsparse {
 namespace {
 
-int32_t Knob(const AttentionKnobValues& knobs, const char* name) {
-  return static_cast<int32_t>(knobs.at(name));
-}
-
 // What distinguishes one position pattern from another.
 struct PatternDescription {
   AttentionKind kind;
@@ -145,9 +141,9 @@ std::vector<double> Down(const AttentionKnobValues& start, const char* name, dou
 
 // A band's knob "window" (w/2 tokens on each side) must be even.
 absl::Status WindowIsEven(const AttentionKnobValues& k) {
-  if (Knob(k, "window") % 2 != 0) {
+  if (IntKnob(k, "window") % 2 != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("window: ", Knob(k, "window"), " must be even (w/2 tokens on each side)"));
+        absl::StrCat("window: ", IntKnob(k, "window"), " must be even (w/2 tokens on each side)"));
   }
   return absl::OkStatus();
 }
@@ -172,8 +168,8 @@ PatternDescription Longformer(int heads) {
   };
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
     return PlanLongformer(
-        LongformerKnobs{Knob(k, "window"), Knob(k, "dilation"),
-                        std::min(Knob(k, "dilated_heads"), heads), Knob(k, "global_tokens")},
+        LongformerKnobs{IntKnob(k, "window"), IntKnob(k, "dilation"),
+                        std::min(IntKnob(k, "dilated_heads"), heads), IntKnob(k, "global_tokens")},
         length, heads);
   };
   p.validate = WindowIsEven;
@@ -201,15 +197,16 @@ PatternDescription BigBird() {
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t seed,
               int32_t layer) {
     return PlanBigBird(
-        BigBirdKnobs{Knob(k, "block_size"), Knob(k, "window_blocks"), Knob(k, "global_blocks"),
-                     Knob(k, "random_blocks"), Knob(k, "last_block_global") != 0,
-                     Knob(k, "random_at_first_block") != 0, Knob(k, "dense_up_to")},
+        BigBirdKnobs{IntKnob(k, "block_size"), IntKnob(k, "window_blocks"),
+                     IntKnob(k, "global_blocks"), IntKnob(k, "random_blocks"),
+                     IntKnob(k, "last_block_global") != 0, IntKnob(k, "random_at_first_block") != 0,
+                     IntKnob(k, "dense_up_to")},
         length, heads, seed, layer);
   };
   p.validate = [](const AttentionKnobValues& k) {
-    if (Knob(k, "window_blocks") % 2 != 1) {
+    if (IntKnob(k, "window_blocks") % 2 != 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("window_blocks: ", Knob(k, "window_blocks"),
+          absl::StrCat("window_blocks: ", IntKnob(k, "window_blocks"),
                        " must be odd (the own block and as many on each side)"));
     }
     return absl::OkStatus();
@@ -242,14 +239,14 @@ PatternDescription SparseTransformer(int heads) {
       {"fixed_heads", {static_cast<double>(heads / 2), 0, static_cast<double>(heads)}},
   };
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
-    return PlanSparseTransformer(SparseTransformerKnobs{Knob(k, "stride"), Knob(k, "summary"),
-                                                        std::min(Knob(k, "fixed_heads"), heads)},
+    return PlanSparseTransformer(SparseTransformerKnobs{IntKnob(k, "stride"), IntKnob(k, "summary"),
+                                                        std::min(IntKnob(k, "fixed_heads"), heads)},
                                  length, heads);
   };
   p.validate = [](const AttentionKnobValues& k) {
-    if (Knob(k, "summary") > Knob(k, "stride")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("summary: ", Knob(k, "summary"), " exceeds stride ", Knob(k, "stride")));
+    if (IntKnob(k, "summary") > IntKnob(k, "stride")) {
+      return absl::InvalidArgumentError(absl::StrCat("summary: ", IntKnob(k, "summary"),
+                                                     " exceeds stride ", IntKnob(k, "stride")));
     }
     return absl::OkStatus();
   };
@@ -277,7 +274,7 @@ PatternDescription Star() {
       {"relay_tokens", {1, 0, 1 << 16}},
   };
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
-    return PlanStar(StarKnobs{Knob(k, "radius"), Knob(k, "relay_tokens")}, length, heads);
+    return PlanStar(StarKnobs{IntKnob(k, "radius"), IntKnob(k, "relay_tokens")}, length, heads);
   };
   p.validate = [](const AttentionKnobValues&) { return absl::OkStatus(); };
   p.lattice = [](const AttentionKnobValues& start) {
@@ -301,7 +298,7 @@ PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
   p.plan = [full = std::move(full_attention_layers)](const AttentionKnobValues& k, int32_t length,
                                                      int32_t heads, uint64_t, int32_t layer) {
     const bool dense =
-        Knob(k, "full_layers") == 1 &&
+        IntKnob(k, "full_layers") == 1 &&
         (full.empty() ? layer % 3 == 0 : layer < static_cast<int32_t>(full.size()) && full[layer]);
     if (dense) {
       // Every token global: one block of every row over every key. Not
@@ -310,7 +307,7 @@ PatternDescription ModernBert(std::vector<bool> full_attention_layers) {
       plan.global_rows = 0;
       return plan;
     }
-    return PlanLongformer(LongformerKnobs{Knob(k, "window"), 1, 0, 0}, length, heads);
+    return PlanLongformer(LongformerKnobs{IntKnob(k, "window"), 1, 0, 0}, length, heads);
   };
   p.validate = WindowIsEven;
   p.lattice = [](const AttentionKnobValues& start) {
@@ -332,8 +329,9 @@ PatternDescription Etc(int64_t prepended) {
       {"hard_g2l", {1, 0, 1}},
   };
   p.plan = [](const AttentionKnobValues& k, int32_t length, int32_t heads, uint64_t, int32_t) {
-    return PlanEtc(EtcKnobs{Knob(k, "global_tokens"), Knob(k, "radius"), Knob(k, "hard_g2l") != 0},
-                   length, heads);
+    return PlanEtc(
+        EtcKnobs{IntKnob(k, "global_tokens"), IntKnob(k, "radius"), IntKnob(k, "hard_g2l") != 0},
+        length, heads);
   };
   p.validate = [](const AttentionKnobValues&) { return absl::OkStatus(); };
   p.lattice = [](const AttentionKnobValues& start) {
