@@ -40,23 +40,38 @@ struct AttentionParams {
 };
 
 // Hands the plan's work items, one per (item·head, query block), to up to
-// `num_threads` workers on the caller's OpenMP team, which take them from a
-// shared counter. Each worker calls `make_worker()` once for its per-thread
-// state (scratch, tile configuration), then calls the result as
-// attend(batch_head, first_query, end_query, spans, slides, num_spans) for
-// every non-empty block it takes (`slides` null when none of the plan's
-// spans slide). An executor that does not take sliding spans passes
+// `num_threads` workers on the caller's OpenMP team, which take runs of
+// consecutive items from a shared counter. Each worker calls `make_worker()` once for its
+// per-thread state (scratch, tile configuration), then calls the result as attend(batch_head,
+// first_query, end_query, spans, slides, num_spans) for every non-empty block it takes (`slides`
+// null when none of the plan's spans slide). An executor that does not take sliding spans passes
 // `kTakesSlides` false: a block with sliding spans then reaches it one query
 // at a time, each span made fixed. The executors differ only in `attend`.
 template <bool kTakesSlides = true, typename MakeWorker>
 void ForEachQueryBlock(const BlockSparsePlanView& plan, int64_t batch_heads, int num_threads,
                        MakeWorker make_worker) {
   const int64_t work_items = batch_heads * plan.num_query_blocks;
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items));
   std::atomic<int64_t> next{0};
+  // Runs of consecutive items, each half of what remains per thread (as
+  // OpenMP's guided schedule): neighbouring blocks share keys, which an
+  // executor that packs them (AMX) then packs once per run, and the
+  // shrinking runs still balance the threads at the end.
+  const auto take_run = [&](int64_t* end) {
+    int64_t begin = next.load(std::memory_order_relaxed);
+    int64_t length = 1;
+    do {
+      length = std::max<int64_t>(1, (work_items - begin) / (2 * threads));
+    } while (!next.compare_exchange_weak(begin, begin + length, std::memory_order_relaxed));
+    *end = std::min(work_items, begin + length);
+    return begin;
+  };
   const auto run = [&]() {
     auto attend = make_worker();
     std::vector<KeySpan> row_spans;
-    for (int64_t item = next.fetch_add(1); item < work_items; item = next.fetch_add(1)) {
+    int64_t run_end = 0;
+    for (int64_t item = take_run(&run_end); item < work_items;
+         item = item + 1 < run_end ? item + 1 : take_run(&run_end)) {
       const int32_t block = static_cast<int32_t>(item % plan.num_query_blocks);
       const int32_t first = plan.query_block_starts[block];
       const int32_t last = plan.query_block_starts[block + 1];
@@ -81,8 +96,7 @@ void ForEachQueryBlock(const BlockSparsePlanView& plan, int64_t batch_heads, int
       }
     }
   };
-  RunParallelWorkers(
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, work_items))), run);
+  RunParallelWorkers(static_cast<int>(threads), run);
 }
 
 // Sets the scores of keys [tile_begin, tile_begin + tile_keys) that query

@@ -71,6 +71,60 @@ inline __mmask16 RealLanes(int32_t j, int32_t keys) {
   return j + 16 <= keys ? __mmask16{0xffff} : j < keys ? FirstLanes(keys - j) : __mmask16{0};
 }
 
+// Head size 32: one chunk of 32 keys packed for the tiles, its keys' two B
+// tiles of kᵀ then its values' two B tiles, and how many of its keys are real
+// (the first `real`; the rest are zero padding).
+constexpr int32_t kHead32ChunkValues = 4 * kPackedTile;
+struct PackedChunk {
+  const uint16_t* keys;
+  const uint16_t* values;
+  int32_t real;
+};
+
+// Head size 32: a thread's packed copies of the whole, aligned chunks of 32
+// keys (chunk c holds keys [32c, 32c + 32)) of the (item, head) it works on,
+// each packed the first time one of its blocks reaches it. With LSG's
+// 128-query blocks every key lies in three blocks' local windows and four
+// blocks' sparse ones: packing each block's keys anew was a quarter of the
+// kernel's time. Threads take runs of consecutive blocks
+// (ForEachQueryBlock), so most chunks are packed once.
+class HeadChunkCache {
+ public:
+  // Forgets what it holds and makes room for (item, head)s of `chunks` chunks.
+  void Reset(int32_t chunks) {
+    chunks_ = chunks;
+    if (stamps_.size() < static_cast<size_t>(chunks)) {
+      stamps_.resize(chunks, 0);
+      data_.resize(static_cast<size_t>(chunks) * kHead32ChunkValues);
+    }
+    batch_head_ = -1;
+  }
+
+  // Chunk `chunk` of (item, head) `batch_head`, packed now if it is not yet.
+  template <typename Pack>
+  const uint16_t* Get(int64_t batch_head, int32_t chunk, Pack pack) {
+    if (batch_head != batch_head_) {  // a new head: every stamp is stale
+      batch_head_ = batch_head;
+      ++generation_;
+    }
+    uint16_t* packed = data_.data() + static_cast<int64_t>(chunk) * kHead32ChunkValues;
+    if (stamps_[chunk] != generation_) {
+      pack(chunk, packed);
+      stamps_[chunk] = generation_;
+    }
+    return packed;
+  }
+
+  int32_t chunks() const { return chunks_; }
+
+ private:
+  int32_t chunks_ = 0;
+  int64_t batch_head_ = -1;
+  uint64_t generation_ = 0;
+  std::vector<uint64_t> stamps_;  // generation in which each chunk was packed
+  std::vector<uint16_t> data_;    // [chunks][kHead32ChunkValues]
+};
+
 // Per-thread buffers, reused across work items.
 struct Scratch {
   std::vector<int32_t> keys;       // [kKeyTile] the tile's keys: positions in the key sequence
@@ -84,27 +138,29 @@ struct Scratch {
   std::vector<float> row_sum;      // [padded_rows] running denominator
   // Head size 32 (AttendRowTileHead32): per row its reference shift and its
   // denominator as 16 partial sums.
-  std::vector<float> row_shift;   // [padded_rows]
-  std::vector<float> row_sums16;  // [padded_rows, 16]
+  std::vector<float> row_shift;     // [padded_rows]
+  std::vector<float> row_sums16;    // [padded_rows, 16]
+  std::vector<PackedChunk> chunks;  // the step's chunks, from the cache and packed here
 };
 
-// The tile's keys as the B operands of q·kᵀ: tile (c, dt) holds, in row p,
-// column j, the pair k[2p], k[2p + 1] of depth chunk dt of key 16c + j: a
-// 16 x 16 transpose of 32-bit pairs, one gather per row. Padding keys
-// (slots >= filled) are zeros. Keys lie `key_stride` (even) values apart.
-DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int64_t key_stride, int32_t filled,
-                            int32_t padded_keys, int32_t head_dim) {
+// Keys `positions[0, filled)` as the B operands of q·kᵀ, written to `dst`:
+// tile (c, dt) holds, in row p, column j, the pair k[2p], k[2p + 1] of depth
+// chunk dt of key 16c + j: a 16 x 16 transpose of 32-bit pairs, one gather
+// per row. Padding keys (slots >= filled) are zeros. Keys lie `key_stride`
+// (even) values apart.
+DOCSPARSE_AMX void PackKeys(const int32_t* positions, const uint16_t* keys, int64_t key_stride,
+                            int32_t filled, int32_t padded_keys, int32_t head_dim, uint16_t* dst) {
   const int32_t depth_tiles = head_dim / kDepth;
   const int32_t pairs_per_key = static_cast<int32_t>(key_stride / 2);
   for (int32_t c = 0; c < padded_keys / 16; ++c) {
     alignas(64) int32_t first_pair[16];
     for (int32_t j = 0; j < 16; ++j) {
       const int32_t slot = c * 16 + j;
-      first_pair[j] = slot < filled ? s.keys[slot] * pairs_per_key : 0;
+      first_pair[j] = slot < filled ? positions[slot] * pairs_per_key : 0;
     }
     const __m512i rows = _mm512_load_si512(first_pair);
     const __mmask16 real = c * 16 < filled ? FirstLanes(filled - c * 16) : __mmask16{0};
-    uint16_t* tile = s.k_packed.data() + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
+    uint16_t* tile = dst + static_cast<int64_t>(c) * depth_tiles * kPackedTile;
     for (int32_t dt = 0; dt < depth_tiles; ++dt) {
       for (int32_t p = 0; p < kTileRows; ++p) {
         const __m512i pairs = _mm512_mask_i32gather_epi32(
@@ -116,19 +172,21 @@ DOCSPARSE_AMX void PackKeys(Scratch& s, const uint16_t* keys, int64_t key_stride
   }
 }
 
-// The tile's values as the B operands of p·v: tile (kc, n) holds, in row p,
-// the pairs v[32kc + 2p][16n + j], v[32kc + 2p + 1][16n + j] of its 16 output
-// columns j: two value rows interleaved. Padding keys are zeros.
-DOCSPARSE_AMX void PackValues(Scratch& s, const uint16_t* values, int64_t value_stride,
-                              int32_t filled, int32_t padded_keys, int32_t head_dim) {
+// Values `positions[0, filled)` as the B operands of p·v, written to `dst`:
+// tile (kc, n) holds, in row p, the pairs v[32kc + 2p][16n + j],
+// v[32kc + 2p + 1][16n + j] of its 16 output columns j: two value rows
+// interleaved. Padding keys are zeros.
+DOCSPARSE_AMX void PackValues(const int32_t* positions, const uint16_t* values,
+                              int64_t value_stride, int32_t filled, int32_t padded_keys,
+                              int32_t head_dim, uint16_t* dst) {
   static const uint16_t kZeroRow[kMaxHeadDim] = {};
   const int32_t column_tiles = head_dim / 16;
   for (int32_t pair = 0; pair < padded_keys / 2; ++pair) {
     const int32_t even = 2 * pair;
-    const uint16_t* low = even < filled ? values + s.keys[even] * value_stride : kZeroRow;
-    const uint16_t* high = even + 1 < filled ? values + s.keys[even + 1] * value_stride : kZeroRow;
-    uint16_t* row = s.v_packed.data() +
-                    static_cast<int64_t>(pair / kTileRows) * column_tiles * kPackedTile +
+    const uint16_t* low = even < filled ? values + positions[even] * value_stride : kZeroRow;
+    const uint16_t* high =
+        even + 1 < filled ? values + positions[even + 1] * value_stride : kZeroRow;
+    uint16_t* row = dst + static_cast<int64_t>(pair / kTileRows) * column_tiles * kPackedTile +
                     (pair % kTileRows) * kDepth;
     for (int32_t n = 0; n < column_tiles; ++n) {
       const __m512i a =
@@ -356,14 +414,11 @@ DOCSPARSE_AMX void RaiseShifts(const float* scores, __m512 scale2, __mmask16 rea
   _tile_loadd(7, acc + 16, kAccStride);
 }
 
-// Row tile r (d = 32) through the step's padded keys, of which `keys` are
-// real. Tiles: 0, 1 scores; 2 q; 3, 4 keys, then values; 5 probabilities;
-// 6, 7 the accumulator. Software-pipelined: chunk c + 1's scores are
-// computed before chunk c's softmax, and chunk c − 1's p·v after it, so
-// that the tile unit works while the vector unit does, and a probability
-// tile is loaded one chunk after its rows were stored.
-DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32_t keys,
-                                       int32_t padded_keys, bool first_step) {
+// Row tile r (d = 32) through the step's chunks. Tiles: 0, 1 scores; 2 q; 3, 4 keys, then values; 5
+// probabilities; 6, 7 the accumulator. Software-pipelined: chunk c + 1's scores are computed before
+// chunk c's softmax, and chunk c − 1's p·v after it, so that the tile unit works while the vector
+// unit does, and a probability tile is loaded one chunk after its rows were stored.
+DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, bool first_step) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr int32_t kHeadDim = 32;
   constexpr int64_t kRowStride = kChunkKeys * sizeof(float);  // scores and accumulator rows
@@ -376,8 +431,9 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32
   alignas(64) float scores[2][kChunkValues];
   alignas(64) float exponents[kChunkValues];
   alignas(64) uint16_t probs[2][kChunkValues];
-  const auto compute_scores = [&s](int32_t c, float* out) DOCSPARSE_AMX {
-    const uint16_t* k = s.k_packed.data() + static_cast<int64_t>(2 * c) * kPackedTile;
+  const PackedChunk* chunk = s.chunks.data();
+  const auto compute_scores = [chunk](int32_t c, float* out) DOCSPARSE_AMX {
+    const uint16_t* k = chunk[c].keys;
     _tile_zero(0);
     _tile_zero(1);
     _tile_loadd(3, k, kTileBytes);
@@ -387,8 +443,8 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32
     _tile_stored(0, out, kRowStride);
     _tile_stored(1, out + 16, kRowStride);
   };
-  const auto accumulate = [&s](int32_t c, const uint16_t* p) DOCSPARSE_AMX {
-    const uint16_t* v = s.v_packed.data() + static_cast<int64_t>(c) * 2 * kPackedTile;
+  const auto accumulate = [chunk](int32_t c, const uint16_t* p) DOCSPARSE_AMX {
+    const uint16_t* v = chunk[c].values;
     _tile_loadd(5, p, kTileBytes);
     _tile_loadd(3, v, kTileBytes);
     _tile_loadd(4, v + kPackedTile, kTileBytes);
@@ -404,14 +460,13 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32
     _tile_loadd(6, acc, kRowStride);
     _tile_loadd(7, acc + 16, kRowStride);
   }
-  const int32_t chunks = padded_keys / kChunkKeys;
+  const int32_t chunks = static_cast<int32_t>(s.chunks.size());
   int32_t pending = -1;  // the chunk whose p·v is still owed
   compute_scores(0, scores[0]);
   for (int32_t c = 0; c < chunks; ++c) {
     if (c + 1 < chunks) compute_scores(c + 1, scores[(c + 1) & 1]);
     const float* chunk_scores = scores[c & 1];
-    const int32_t j = c * kChunkKeys;
-    const __mmask16 real0 = RealLanes(j, keys), real1 = RealLanes(j + 16, keys);
+    const __mmask16 real0 = RealLanes(0, chunk[c].real), real1 = RealLanes(16, chunk[c].real);
     if (ChunkExponents(chunk_scores, shift, scale2, real0, real1, exponents) > kLazyRescaleLog2) {
       // The owed chunk was weighed with the old shifts: add it first.
       if (pending >= 0) accumulate(pending, probs[pending & 1]);
@@ -436,72 +491,33 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, int32
   _tile_stored(7, acc + 16, kRowStride);
 }
 
-// One (item, head, query block): queries [first, last) against its spans.
-DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
-                               int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
+// Copies queries [first, last) of `batch_head` into s.q, zero-padded to whole
+// row tiles; returns the number of row tiles.
+DOCSPARSE_AMX int32_t LoadQueries(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
+                                  int32_t last, Scratch& s) {
   const int32_t d = p.head_dim;
   const int32_t rows = last - first;
   const int32_t row_tiles = (rows + kTileRows - 1) / kTileRows;
-  const int32_t padded_rows = row_tiles * kTileRows;
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
-  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
-  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
-  const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
-  s.q.resize(static_cast<size_t>(padded_rows) * d);
+  s.q.resize(static_cast<size_t>(row_tiles) * kTileRows * d);
   const uint16_t* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     std::memcpy(s.q.data() + r * d, q + r * q_layout.row_stride, d * sizeof(uint16_t));
   }
   std::fill(s.q.begin() + static_cast<int64_t>(rows) * d, s.q.end(), uint16_t{0});
-  const bool head32 = d == 32;
-  if (head32) {  // the first step zeroes the accumulator and sums
-    s.acc.resize(static_cast<size_t>(padded_rows) * d);
-    s.row_sums16.resize(static_cast<size_t>(padded_rows) * 16);
-    s.row_shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  } else {
-    s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
-    s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-    s.row_sum.assign(padded_rows, 0.0f);
-  }
+  return row_tiles;
+}
 
-  const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
-  const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
-  int32_t filled = 0;
-  bool first_step = true;
-  auto run_tile = [&]() {
-    const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
-    PackKeys(s, keys, k_layout.row_stride, filled, padded_keys, d);
-    PackValues(s, values, v_layout.row_stride, filled, padded_keys, d);
-    // Row tile by row tile, so that its scores and probabilities stay in L1.
-    for (int32_t r = 0; r < row_tiles; ++r) {
-      if (head32) {
-        AttendRowTileHead32(s, p.scale, r, filled, padded_keys, first_step);
-        continue;
-      }
-      Scores(s, r, padded_keys, d);
-      SoftmaxUpdate(s, p.scale, r, filled, padded_keys, d);
-      Accumulate(s, r, padded_keys, d);
-    }
-    filled = 0;
-    first_step = false;
-  };
-  for (int32_t span = 0; span < num_spans; ++span) {
-    const int32_t end = spans[span].begin + spans[span].length;
-    for (int32_t key = spans[span].begin; key < end; ++key) {
-      s.keys[filled] = key;
-      if (++filled == kKeyTile) run_tile();
-    }
-  }
-  if (filled > 0) run_tile();
-  if (head32 && first_step) {  // no keys: the buffers still hold the last block's
-    std::fill(s.acc.begin(), s.acc.end(), 0.0f);
-    std::fill(s.row_sums16.begin(), s.row_sums16.end(), 0.0f);
-  }
-
+// out[first + r] = s.acc[r] / sum(r) for r in [0, last − first), where
+// sum(r) is what `row_sum` returns.
+template <typename RowSum>
+DOCSPARSE_AMX void WriteOutputs(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
+                                int32_t last, const Scratch& s, RowSum row_sum) {
+  const int32_t d = p.head_dim;
+  const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
   const int64_t out_start = out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
-  for (int32_t r = 0; r < rows; ++r) {
-    const float sum =
-        head32 ? _mm512_reduce_add_ps(_mm512_loadu_ps(s.row_sums16.data() + r * 16)) : s.row_sum[r];
+  for (int32_t r = 0; r < last - first; ++r) {
+    const float sum = row_sum(r);
     const __m512 inverse = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
     const int64_t row = out_start + r * out_layout.row_stride;
@@ -515,6 +531,117 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
       }
     }
   }
+}
+
+// One (item, head, query block), any head size: queries [first, last)
+// against its spans, whose keys are packed kKeyTile at a time.
+DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first,
+                               int32_t last, const KeySpan* spans, int32_t num_spans, Scratch& s) {
+  const int32_t d = p.head_dim;
+  const int32_t row_tiles = LoadQueries(p, batch_head, first, last, s);
+  const int32_t padded_rows = row_tiles * kTileRows;
+  s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
+  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
+  s.row_sum.assign(padded_rows, 0.0f);
+
+  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
+  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
+  const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
+  const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
+  int32_t filled = 0;
+  auto run_tile = [&]() {
+    const int32_t padded_keys = (filled + kDepth - 1) / kDepth * kDepth;
+    PackKeys(s.keys.data(), keys, k_layout.row_stride, filled, padded_keys, d, s.k_packed.data());
+    PackValues(s.keys.data(), values, v_layout.row_stride, filled, padded_keys, d,
+               s.v_packed.data());
+    // Row tile by row tile, so that its scores and probabilities stay in L1.
+    for (int32_t r = 0; r < row_tiles; ++r) {
+      Scores(s, r, padded_keys, d);
+      SoftmaxUpdate(s, p.scale, r, filled, padded_keys, d);
+      Accumulate(s, r, padded_keys, d);
+    }
+    filled = 0;
+  };
+  for (int32_t span = 0; span < num_spans; ++span) {
+    const int32_t end = spans[span].begin + spans[span].length;
+    for (int32_t key = spans[span].begin; key < end; ++key) {
+      s.keys[filled] = key;
+      if (++filled == kKeyTile) run_tile();
+    }
+  }
+  if (filled > 0) run_tile();
+  WriteOutputs(p, batch_head, first, last, s, [&s](int32_t r) { return s.row_sum[r]; });
+}
+
+// One (item, head, query block) with head size 32: the spans' whole aligned
+// chunks of 32 keys come from the thread's cache; the other keys are packed
+// here, kKeyTile at a time, each packing closing a step.
+DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch_head,
+                                     int32_t first, int32_t last, const KeySpan* spans,
+                                     int32_t num_spans, HeadChunkCache& cache, Scratch& s) {
+  constexpr int32_t kHeadDim = 32;
+  const int32_t row_tiles = LoadQueries(p, batch_head, first, last, s);
+  const int32_t padded_rows = row_tiles * kTileRows;
+  s.acc.resize(static_cast<size_t>(padded_rows) * kHeadDim);
+  s.row_sums16.resize(static_cast<size_t>(padded_rows) * 16);
+  s.row_shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
+
+  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, kHeadDim);
+  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, kHeadDim);
+  const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
+  const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
+  const auto pack_chunk = [&](int32_t chunk, uint16_t* packed) DOCSPARSE_AMX {
+    int32_t positions[kChunkKeys];
+    for (int32_t j = 0; j < kChunkKeys; ++j) positions[j] = chunk * kChunkKeys + j;
+    PackKeys(positions, keys, k_layout.row_stride, kChunkKeys, kChunkKeys, kHeadDim, packed);
+    PackValues(positions, values, v_layout.row_stride, kChunkKeys, kChunkKeys, kHeadDim,
+               packed + 2 * kPackedTile);
+  };
+  s.chunks.clear();
+  int32_t filled = 0;
+  bool first_step = true;
+  const auto run_step = [&]() {
+    const int32_t padded_keys = (filled + kChunkKeys - 1) / kChunkKeys * kChunkKeys;
+    PackKeys(s.keys.data(), keys, k_layout.row_stride, filled, padded_keys, kHeadDim,
+             s.k_packed.data());
+    PackValues(s.keys.data(), values, v_layout.row_stride, filled, padded_keys, kHeadDim,
+               s.v_packed.data());
+    for (int32_t c = 0; c < padded_keys / kChunkKeys; ++c) {
+      s.chunks.push_back({s.k_packed.data() + 2 * c * kPackedTile,
+                          s.v_packed.data() + 2 * c * kPackedTile,
+                          std::min(kChunkKeys, filled - c * kChunkKeys)});
+    }
+    if (s.chunks.empty()) return;
+    // Row tile by row tile: its scores and probabilities stay in L1, its
+    // accumulator in tile registers.
+    for (int32_t r = 0; r < row_tiles; ++r) AttendRowTileHead32(s, p.scale, r, first_step);
+    s.chunks.clear();
+    filled = 0;
+    first_step = false;
+  };
+  for (int32_t span = 0; span < num_spans; ++span) {
+    const int32_t end = spans[span].begin + spans[span].length;
+    int32_t key = spans[span].begin;
+    while (key < end) {
+      const int32_t chunk = key / kChunkKeys;
+      if (key % kChunkKeys == 0 && key + kChunkKeys <= end && chunk < cache.chunks()) {
+        const uint16_t* packed = cache.Get(batch_head, chunk, pack_chunk);
+        s.chunks.push_back({packed, packed + 2 * kPackedTile, kChunkKeys});
+        key += kChunkKeys;
+        continue;
+      }
+      s.keys[filled] = key++;
+      if (++filled == kKeyTile) run_step();
+    }
+  }
+  run_step();
+  if (first_step) {  // no keys: the buffers still hold the last block's
+    std::fill(s.acc.begin(), s.acc.end(), 0.0f);
+    std::fill(s.row_sums16.begin(), s.row_sums16.end(), 0.0f);
+  }
+  WriteOutputs(p, batch_head, first, last, s, [&s](int32_t r) DOCSPARSE_AMX {
+    return _mm512_reduce_add_ps(_mm512_loadu_ps(s.row_sums16.data() + r * 16));
+  });
 }
 
 DOCSPARSE_AMX void ReleaseTiles() { _tile_release(); }
@@ -538,11 +665,28 @@ class AmxWorker {
   // Sliding spans reach it row by row (ForEachQueryBlock<false>).
   void operator()(int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
                   const KeySlide*, int32_t num_spans) {
-    AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
+    if (p_.head_dim == 32) {
+      AttendBlockHead32(p_, batch_head, first, last, spans, num_spans, Head32Cache(), scratch_);
+    } else {
+      AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
+    }
   }
 
  private:
+  // The thread keeps its cache across calls, a fresh one per call would
+  // fault its pages in again: 128 bytes per key of the longest sequence it
+  // has seen (3 MB at 24k keys, 16k-token LSG).
+  HeadChunkCache& Head32Cache() {
+    thread_local HeadChunkCache cache;
+    if (!cache_ready_) {
+      cache.Reset(p_.k_len / kChunkKeys);
+      cache_ready_ = true;
+    }
+    return cache;
+  }
+
   const Bf16AttentionParams& p_;
+  bool cache_ready_ = false;
   Scratch scratch_;
 };
 

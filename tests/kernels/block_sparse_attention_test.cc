@@ -381,6 +381,30 @@ TEST(BlockSparseAttentionAmxTest, LaterKeysFarAboveTheFirstChunksMatchReference)
   }
 }
 
+TEST(BlockSparseAttentionAmxTest, PrepackedChunksAndKeysPackedPerBlockMixMatchReference) {
+  SKIP_WITHOUT_AMX(32);
+  // d = 32 reads a span's whole aligned 32-key chunks where the prepass
+  // packed them and packs the rest per block. Per (head, first block): 900
+  // keys in 3-key spans off the grid (more than one 768-key packing, so two
+  // steps), an aligned span of 10 chunks, one with an unaligned head and
+  // tail around 8 chunks, and one through k's last, partial chunk. The
+  // second block is dense over all 2,600 keys.
+  Bf16Problem b = ToBf16(MakeProblem(1, 2, 40, 2600, 32, 20, /*dense=*/true, 13));
+  Problem& p = b.problem;
+  p.spans.clear();
+  p.offsets = {0};
+  for (int head = 0; head < 2; ++head) {
+    for (int i = 0; i < 300; ++i) p.spans.push_back({6 * i + 1, 3});
+    p.spans.push_back({1824, 320});
+    p.spans.push_back({2150, 300});
+    p.spans.push_back({2580, 20});
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+    p.spans.push_back({0, 2600});
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+  }
+  ExpectWithinBf16(RunAmx(b, 2), Reference(p));
+}
+
 TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
   SKIP_WITHOUT_AMX(32);
   Bf16Problem b = ToBf16(MakeProblem(1, 1, 40, 40, 32, 20, /*dense=*/true, 3));
