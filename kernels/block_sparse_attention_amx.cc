@@ -12,6 +12,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/key_segments.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -141,6 +142,10 @@ struct Scratch {
   std::vector<float> row_shift;     // [padded_rows]
   std::vector<float> row_sums16;    // [padded_rows, 16]
   std::vector<PackedChunk> chunks;  // the step's chunks, from the cache and packed here
+  // With key segments, the step's keys and values copied into one sequence
+  // ([kKeyTile, 32] each) to be packed from there, and positions 0, 1, 2, ...
+  std::vector<uint16_t> gathered_k, gathered_v;
+  std::vector<int32_t> in_order;
 };
 
 // Keys `positions[0, filled)` as the B operands of q·kᵀ, written to `dst`:
@@ -578,7 +583,8 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
 // here, kKeyTile at a time, each packing closing a step.
 DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch_head,
                                      int32_t first, int32_t last, const KeySpan* spans,
-                                     int32_t num_spans, HeadChunkCache& cache, Scratch& s) {
+                                     int32_t num_spans, const std::vector<uint8_t>& whole_chunks,
+                                     HeadChunkCache& cache, Scratch& s) {
   constexpr int32_t kHeadDim = 32;
   const int32_t row_tiles = LoadQueries(p, batch_head, first, last, s);
   const int32_t padded_rows = row_tiles * kTileRows;
@@ -586,26 +592,39 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
   s.row_sums16.resize(static_cast<size_t>(padded_rows) * 16);
   s.row_shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
 
-  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, kHeadDim);
-  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, kHeadDim);
-  const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
-  const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
+  // A chunk's keys lie in one segment (whole_chunks), one stride apart.
   const auto pack_chunk = [&](int32_t chunk, uint16_t* packed) DOCSPARSE_AMX {
-    int32_t positions[kChunkKeys];
-    for (int32_t j = 0; j < kChunkKeys; ++j) positions[j] = chunk * kChunkKeys + j;
-    PackKeys(positions, keys, k_layout.row_stride, kChunkKeys, kChunkKeys, kHeadDim, packed);
-    PackValues(positions, values, v_layout.row_stride, kChunkKeys, kChunkKeys, kHeadDim,
+    const KeyRows rows = FindKeyRows(p, batch_head, chunk * kChunkKeys);
+    PackKeys(s.in_order.data(), rows.k, rows.k_stride, kChunkKeys, kChunkKeys, kHeadDim, packed);
+    PackValues(s.in_order.data(), rows.v, rows.v_stride, kChunkKeys, kChunkKeys, kHeadDim,
                packed + 2 * kPackedTile);
+  };
+  // The step's keys s.keys[0, filled), into s.k_packed and s.v_packed.
+  const auto pack_step = [&](int32_t filled, int32_t padded_keys) DOCSPARSE_AMX {
+    if (p.num_key_segments == 0) {
+      const KeyRows rows = FindKeyRows(p, batch_head, 0);
+      PackKeys(s.keys.data(), rows.k, rows.k_stride, filled, padded_keys, kHeadDim,
+               s.k_packed.data());
+      PackValues(s.keys.data(), rows.v, rows.v_stride, filled, padded_keys, kHeadDim,
+                 s.v_packed.data());
+      return;
+    }
+    for (int32_t i = 0; i < filled; ++i) {
+      const KeyRows rows = FindKeyRows(p, batch_head, s.keys[i]);
+      std::memcpy(s.gathered_k.data() + i * kHeadDim, rows.k, kHeadDim * sizeof(uint16_t));
+      std::memcpy(s.gathered_v.data() + i * kHeadDim, rows.v, kHeadDim * sizeof(uint16_t));
+    }
+    PackKeys(s.in_order.data(), s.gathered_k.data(), kHeadDim, filled, padded_keys, kHeadDim,
+             s.k_packed.data());
+    PackValues(s.in_order.data(), s.gathered_v.data(), kHeadDim, filled, padded_keys, kHeadDim,
+               s.v_packed.data());
   };
   s.chunks.clear();
   int32_t filled = 0;
   bool first_step = true;
   const auto run_step = [&]() {
     const int32_t padded_keys = (filled + kChunkKeys - 1) / kChunkKeys * kChunkKeys;
-    PackKeys(s.keys.data(), keys, k_layout.row_stride, filled, padded_keys, kHeadDim,
-             s.k_packed.data());
-    PackValues(s.keys.data(), values, v_layout.row_stride, filled, padded_keys, kHeadDim,
-               s.v_packed.data());
+    pack_step(filled, padded_keys);
     for (int32_t c = 0; c < padded_keys / kChunkKeys; ++c) {
       s.chunks.push_back({s.k_packed.data() + 2 * c * kPackedTile,
                           s.v_packed.data() + 2 * c * kPackedTile,
@@ -624,7 +643,8 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
     int32_t key = spans[span].begin;
     while (key < end) {
       const int32_t chunk = key / kChunkKeys;
-      if (key % kChunkKeys == 0 && key + kChunkKeys <= end && chunk < cache.chunks()) {
+      if (key % kChunkKeys == 0 && key + kChunkKeys <= end && chunk < cache.chunks() &&
+          whole_chunks[chunk]) {
         const uint16_t* packed = cache.Get(batch_head, chunk, pack_chunk);
         s.chunks.push_back({packed, packed + 2 * kPackedTile, kChunkKeys});
         key += kChunkKeys;
@@ -650,13 +670,22 @@ DOCSPARSE_AMX void ReleaseTiles() { _tile_release(); }
 // releases them when the thread's share of the blocks is done.
 class AmxWorker {
  public:
-  explicit AmxWorker(const Bf16AttentionParams& p) : p_(p) {
+  AmxWorker(const Bf16AttentionParams& p, const std::vector<uint8_t>& whole_chunks)
+      : p_(p), whole_chunks_(whole_chunks) {
     ConfigureTiles();
     scratch_.keys.resize(kKeyTile);
     scratch_.k_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
     scratch_.v_packed.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
     scratch_.scores.resize(static_cast<size_t>(kTileRows) * kKeyTile);
     scratch_.probs.resize(static_cast<size_t>(kTileRows) * kKeyTile);
+    if (p.head_dim == 32) {
+      scratch_.in_order.resize(kKeyTile);
+      for (int32_t i = 0; i < kKeyTile; ++i) scratch_.in_order[i] = i;
+      if (p.num_key_segments > 0) {
+        scratch_.gathered_k.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+        scratch_.gathered_v.resize(static_cast<size_t>(kKeyTile) * p.head_dim);
+      }
+    }
   }
   ~AmxWorker() { ReleaseTiles(); }
   AmxWorker(const AmxWorker&) = delete;
@@ -666,7 +695,8 @@ class AmxWorker {
   void operator()(int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
                   const KeySlide*, int32_t num_spans) {
     if (p_.head_dim == 32) {
-      AttendBlockHead32(p_, batch_head, first, last, spans, num_spans, Head32Cache(), scratch_);
+      AttendBlockHead32(p_, batch_head, first, last, spans, num_spans, whole_chunks_, Head32Cache(),
+                        scratch_);
     } else {
       AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
     }
@@ -679,13 +709,14 @@ class AmxWorker {
   HeadChunkCache& Head32Cache() {
     thread_local HeadChunkCache cache;
     if (!cache_ready_) {
-      cache.Reset(p_.k_len / kChunkKeys);
+      cache.Reset(static_cast<int32_t>(whole_chunks_.size()));
       cache_ready_ = true;
     }
     return cache;
   }
 
   const Bf16AttentionParams& p_;
+  const std::vector<uint8_t>& whole_chunks_;
   bool cache_ready_ = false;
   Scratch scratch_;
 };
@@ -700,12 +731,19 @@ bool AmxBlockSparseAttentionAvailable(int32_t head_dim) {
   return ready && head_dim >= kDepth && head_dim <= kMaxHeadDim && head_dim % kDepth == 0;
 }
 
-void BlockSparseAttentionAmx(const Bf16AttentionParams& p, const BlockSparsePlanView& plan,
+void BlockSparseAttentionAmx(const Bf16AttentionParams& params, const BlockSparsePlanView& plan,
                              int num_threads) {
+  // Head size 32 reads key segments in place; the general path packs from
+  // one sequence, assembled from them first.
+  const AssembledKeys assembled =
+      params.head_dim == 32 ? AssembledKeys{{}, {}, params} : AssembleKeySegments(params);
+  const Bf16AttentionParams& p = assembled.params;
+  const std::vector<uint8_t> whole_chunks = ChunksWithinOneSegment(p, kChunkKeys);
   // AMX packs keys from every span into shared tiles: sliding spans come
   // one query at a time instead (correct; a masked path is still owed).
-  ForEachQueryBlock</*kTakesSlides=*/false>(plan, static_cast<int64_t>(p.batch) * p.heads,
-                                            num_threads, [&p]() { return AmxWorker(p); });
+  ForEachQueryBlock</*kTakesSlides=*/false>(
+      plan, static_cast<int64_t>(p.batch) * p.heads, num_threads,
+      [&p, &whole_chunks]() { return AmxWorker(p, whole_chunks); });
 }
 
 }  // namespace docsparse

@@ -17,6 +17,17 @@
 
 namespace docsparse {
 
+// Keys [begin, begin + count) of the key sequence, read from bases of their
+// own: [batch, heads, count, head_dim] bf16 bits laid out as the layouts say
+// (contiguous where all zero).
+struct KeySegment {
+  int32_t begin = 0;
+  int32_t count = 0;
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
+  RowLayout k_layout = {}, v_layout = {};
+};
+
 struct Bf16AttentionParams {
   const uint16_t* q;  // [batch, heads, q_len, head_dim] bf16 bits, laid out as q_layout says
   const uint16_t* k;  // [batch, heads, k_len, head_dim] bf16 bits
@@ -32,6 +43,13 @@ struct Bf16AttentionParams {
   // keys are gathered as pairs of bf16).
   RowLayout q_layout = {}, k_layout = {}, v_layout = {}, out_layout = {};
   uint16_t* out_bf16 = nullptr;  // the output in bf16 instead, where out is null
+  // Where set, the key sequence is these segments (ascending, disjoint) and
+  // k and v are unused; no span may reach a key outside them. LSG's extended
+  // keys [global ; derived ; tokens] are read where the projection and the
+  // derivation left them instead of from an assembled copy (moving that copy
+  // through memory took 5% of a 4,096-token forward).
+  const KeySegment* key_segments = nullptr;
+  int32_t num_key_segments = 0;
 };
 
 // True where this process can run the AMX executor for heads of this size:

@@ -9,6 +9,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/key_segments.h"
 #include "kernels/online_softmax_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -298,8 +299,12 @@ bool Avx512Bf16BlockSparseAttentionAvailable(int32_t head_dim) {
   return cpu.avx512f && cpu.avx512bw_vl && cpu.avx512_bf16 && head_dim > 0 && head_dim % 16 == 0;
 }
 
-void BlockSparseAttentionAvx512Bf16(const Bf16AttentionParams& p, const BlockSparsePlanView& plan,
-                                    int num_threads) {
+void BlockSparseAttentionAvx512Bf16(const Bf16AttentionParams& params,
+                                    const BlockSparsePlanView& plan, int num_threads) {
+  // Key segments become one sequence first (a copy; only the AMX executor
+  // reads them in place).
+  const AssembledKeys assembled = AssembleKeySegments(params);
+  const Bf16AttentionParams& p = assembled.params;
   ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&p]() {
     return [&p, scratch = Scratch{}](int64_t batch_head, int32_t first, int32_t last,
                                      const KeySpan* spans, const KeySlide* slides,

@@ -7,6 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_plan.h"
 #include "model/attention/attention.h"
@@ -30,6 +32,20 @@ BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in);
 // the plan's blocks are left as they are on the CPU and written zero on a
 // device. The CUDA executor takes no sliding spans: callers expand them.
 void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
+                        at::Tensor out);
+
+// Keys [begin, begin + k.size(1)) of a key sequence made of pieces: k and v
+// [heads, count, d], any strides with d contiguous.
+struct KeyPiece {
+  int32_t begin;
+  at::Tensor k, v;
+};
+
+// As above, with the key sequence [0, k_len) made of `pieces` (ascending,
+// disjoint; no span reaches a key outside them). A bf16 CPU executor reads
+// the pieces where they lie; the others get one copy of them.
+void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces, int32_t k_len,
                         const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
                         at::Tensor out);
 

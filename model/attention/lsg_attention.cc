@@ -2,7 +2,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/bf16_attention_executor.h"
 #include "model/attention/block_sparse_item.h"
@@ -67,6 +69,8 @@ class LsgAttention final : public AttentionMechanism {
     at::Tensor v = in.value[b];
 
     std::vector<uint8_t> valid;
+    // [global ; derived ; tokens] where the layout puts them, read in place.
+    std::vector<KeyPiece> k_pieces;
     const bool padding_rows = !layout.full && LsgPaddingReachesTokens(config);
     if (!layout.full) {
       const Slice tokens(global, global + layout.padded_tokens);
@@ -82,17 +86,15 @@ class LsgAttention final : public AttentionMechanism {
         derived_v = derived.values;
         valid = std::move(derived.valid);
       }
-      // [global ; derived ; tokens]: one copy of the keys, not one per block.
-      std::vector<at::Tensor> k_parts = {k.index({Slice(), Slice(0, global)})};
-      std::vector<at::Tensor> v_parts = {v.index({Slice(), Slice(0, global)})};
+      k_pieces = {{0, k.narrow(1, 0, global), v.narrow(1, 0, global)}};
       if (derived_k.defined()) {
-        k_parts.push_back(derived_k);
-        v_parts.push_back(derived_v);
+        k_pieces.push_back(KeyPiece{layout.derived_begin(), derived_k, derived_v});
       }
-      k_parts.push_back(k.index({Slice(), tokens}));
-      v_parts.push_back(v.index({Slice(), tokens}));
-      k = at::cat(k_parts, 1);
-      v = at::cat(v_parts, 1);
+      // The projection may end before the padded tokens do (rows no span
+      // reads).
+      const int64_t rows = std::min<int64_t>(layout.padded_tokens, k.size(1) - global);
+      k_pieces.push_back(
+          KeyPiece{layout.token_begin(), k.narrow(1, global, rows), v.narrow(1, global, rows)});
     }
     const LsgPlan plan =
         PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
@@ -101,7 +103,11 @@ class LsgAttention final : public AttentionMechanism {
     if (planned < seq) out.narrow(1, planned, seq - planned).zero_();
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     // q, and k and v of a full layout, are read where the projection left them.
-    RunBlockSparseItem(q, k, v, plan.View(), bf16, threads, out);
+    if (layout.full) {
+      RunBlockSparseItem(q, k, v, plan.View(), bf16, threads, out);
+    } else {
+      RunBlockSparseItem(q, k_pieces, layout.extended_keys(), plan.View(), bf16, threads, out);
+    }
     return plan.head_edges;
   }
 

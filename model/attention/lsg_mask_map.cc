@@ -36,8 +36,8 @@ std::vector<float> LsgMaskMap(const LsgConfig& config, const std::vector<int64_t
                ++key) {
             if (key >= first_token_key) {
               out[bucket(offset + key - first_token_key)] += 1.0;
-            } else if (key >= layout.global) {
-              const int64_t from = static_cast<int64_t>(key - layout.global) * per_derived;
+            } else if (key >= layout.DerivedKey(0)) {
+              const int64_t from = static_cast<int64_t>(key - layout.DerivedKey(0)) * per_derived;
               for (int64_t t = from; t < std::min<int64_t>(from + per_derived, length); ++t) {
                 out[bucket(offset + t)] += 1.0 / per_derived;
               }

@@ -1,6 +1,7 @@
 // LsgPlanner: which keys each query of one sequence attends to under LSG, as
 // a block-sparse plan (kernels/block_sparse_attention.h) over the extended
-// key sequence [global tokens ; derived (sparse) keys ; tokens].
+// key sequence [global tokens ; derived (sparse) keys ; tokens], the derived
+// keys and the tokens each starting at a multiple of kLsgKeyAlignment.
 //
 // The reference (modeling_lsg_*.py, LSGAttentionProduct) builds, for token
 // block j (block_size B), the keys
@@ -28,11 +29,18 @@
 
 namespace docsparse {
 
+// Where the extended key sequence starts its derived keys and its tokens
+// (unused zero rows before each): the AMX executor packs keys in aligned
+// chunks of 32 once per head and reuses them across blocks, while keys off
+// that grid are packed again for every block that reaches them.
+inline constexpr int32_t kLsgKeyAlignment = 32;
+
 // How one sequence is laid out for LSG attention.
 struct LsgLayout {
   int32_t global = 0;  // global tokens, in front of the tokens
   int32_t tokens = 0;  // real tokens n
-  // Short-input fallback (n <= 2·block_size): full attention.
+  // Short-input fallback (n <= 2·block_size): full attention, over
+  // [global ; tokens] as the projection leaves them.
   bool full = false;
   // Tokens the blocks cover: n rounded up to block_size (adaptive padding;
   // we pad even when adaptive is false, where the reference would fail);
@@ -43,9 +51,16 @@ struct LsgLayout {
 
   int32_t num_token_blocks(int32_t block_size) const { return padded_tokens / block_size; }
   // Index in the extended key sequence.
-  int32_t TokenKey(int32_t token) const { return global + derived_keys + token; }
-  int32_t DerivedKey(int32_t derived) const { return global + derived; }
-  int32_t extended_keys() const { return global + derived_keys + padded_tokens; }
+  int32_t derived_begin() const { return full ? global : AlignKey(global); }
+  int32_t token_begin() const { return full ? global : AlignKey(derived_begin() + derived_keys); }
+  int32_t TokenKey(int32_t token) const { return token_begin() + token; }
+  int32_t DerivedKey(int32_t derived) const { return derived_begin() + derived; }
+  int32_t extended_keys() const { return token_begin() + padded_tokens; }
+
+ private:
+  static int32_t AlignKey(int32_t key) {
+    return (key + kLsgKeyAlignment - 1) / kLsgKeyAlignment * kLsgKeyAlignment;
+  }
 };
 
 LsgLayout LayoutLsgSequence(const LsgConfig& config, int32_t global, int32_t tokens);

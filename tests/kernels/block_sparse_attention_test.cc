@@ -323,6 +323,83 @@ void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_LE(total / static_cast<double>(got.size()), 1e-3);
 }
 
+// A bf16 executor reading the keys as three segments of their own buffers
+// (rows padded to head_dim + 16, gaps between segments no span reaches)
+// gives the bits of the same plan over one contiguous key sequence: LSG's
+// [global ; derived ; tokens] read where they lie. Segments begin on the
+// 32-key grid (the AMX executor's chunks), except the last when
+// `unaligned_last`, which may change the summation order, so it is held to
+// the reference instead.
+void ExpectKeySegmentsAgree(Bf16AttentionExecutor executor, int head_dim, bool unaligned_last) {
+  const int k_len = 420;
+  struct Range {
+    int begin, count;
+  };
+  const Range ranges[] = {
+      {0, 3}, {32, 130}, {unaligned_last ? 205 : 192, 228 - (unaligned_last ? 13 : 0)}};
+  Bf16Problem b = ToBf16(MakeProblem(1, 3, 90, k_len, head_dim, 30, /*dense=*/true, 17));
+  Problem& p = b.problem;
+  p.spans.clear();
+  p.offsets = {0};
+  std::mt19937 rng(5);
+  for (int item = 0; item < p.heads * p.blocks(); ++item) {
+    for (const Range& r : ranges) {  // a random piece of each segment, some whole
+      const int begin = r.begin + static_cast<int>(rng() % 3 == 0 ? 0 : rng() % (r.count / 2));
+      const int end = rng() % 3 == 0
+                          ? r.begin + r.count
+                          : begin + 1 + static_cast<int>(rng() % (r.begin + r.count - begin));
+      p.spans.push_back({begin, end - begin});
+    }
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+  }
+  const int stride = head_dim + 16;
+  std::vector<std::vector<uint16_t>> keys, values;
+  std::vector<KeySegment> segments;
+  for (const Range& r : ranges) {
+    std::vector<uint16_t> k(static_cast<size_t>(p.heads) * r.count * stride, 0x7fc0);
+    std::vector<uint16_t> v = k;
+    for (int h = 0; h < p.heads; ++h) {
+      for (int row = 0; row < r.count; ++row) {
+        const size_t from = (static_cast<size_t>(h) * k_len + r.begin + row) * head_dim;
+        const size_t to = (static_cast<size_t>(h) * r.count + row) * stride;
+        std::copy_n(b.k.begin() + from, head_dim, k.begin() + to);
+        std::copy_n(b.v.begin() + from, head_dim, v.begin() + to);
+      }
+    }
+    keys.push_back(std::move(k));
+    values.push_back(std::move(v));
+    const RowLayout layout{int64_t{p.heads} * r.count * stride, int64_t{r.count} * stride, stride};
+    segments.push_back(
+        {r.begin, r.count, keys.back().data(), values.back().data(), layout, layout});
+  }
+  // The gaps of the contiguous keys hold NaN too: no span reads them.
+  for (int h = 0; h < p.heads; ++h) {
+    for (int key = 0; key < k_len; ++key) {
+      bool inside = false;
+      for (const Range& r : ranges) inside |= key >= r.begin && key < r.begin + r.count;
+      if (inside) continue;
+      std::fill_n(b.k.begin() + (static_cast<size_t>(h) * k_len + key) * head_dim, head_dim,
+                  0x7fc0);
+      std::fill_n(b.v.begin() + (static_cast<size_t>(h) * k_len + key) * head_dim, head_dim,
+                  0x7fc0);
+    }
+  }
+  const std::vector<float> contiguous = RunBf16(executor, b, 2);
+  std::vector<float> out(p.q.size(), -1.0f);
+  Bf16AttentionParams params{
+      b.q.data(), nullptr, nullptr, out.data(), p.batch,
+      p.heads,    p.q_len, p.k_len, p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+  params.key_segments = segments.data();
+  params.num_key_segments = static_cast<int32_t>(segments.size());
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  executor(params, plan, 2);
+  if (unaligned_last) {
+    ExpectWithinBf16(out, Reference(p));
+  } else {
+    EXPECT_EQ(out, contiguous);
+  }
+}
+
 #define SKIP_WITHOUT_AMX(head_dim)                                                       \
   if (!AmxBlockSparseAttentionAvailable(head_dim))                                       \
   GTEST_SKIP() << "no AMX-BF16 (or no tile state from the OS) on this CPU, or head_dim " \
@@ -403,6 +480,14 @@ TEST(BlockSparseAttentionAmxTest, PrepackedChunksAndKeysPackedPerBlockMixMatchRe
     p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
   }
   ExpectWithinBf16(RunAmx(b, 2), Reference(p));
+}
+
+TEST(BlockSparseAttentionAmxTest, KeySegmentsGiveTheContiguousKeysBits) {
+  for (int head_dim : {32, 64}) {  // read in place, and assembled first
+    SKIP_WITHOUT_AMX(head_dim);
+    ExpectKeySegmentsAgree(&BlockSparseAttentionAmx, head_dim, /*unaligned_last=*/false);
+    ExpectKeySegmentsAgree(&BlockSparseAttentionAmx, head_dim, /*unaligned_last=*/true);
+  }
 }
 
 TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
@@ -496,6 +581,11 @@ TEST(BlockSparseAttentionAvx512Bf16Test, BlockWithoutSpansGivesZerosAndThreadsDo
 TEST(BlockSparseAttentionAvx512Bf16Test, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
   SKIP_WITHOUT_AVX512_BF16(32);
   ExpectInterleavedLayoutsAndBf16OutputAgree(&BlockSparseAttentionAvx512Bf16);
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, KeySegmentsGiveTheContiguousKeysBits) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  ExpectKeySegmentsAgree(&BlockSparseAttentionAvx512Bf16, 32, /*unaligned_last=*/false);
 }
 
 TEST(BlockSparseAttentionAvx512Bf16Test, HeadSizesOtherThanMultiplesOf16AreNotAvailable) {
