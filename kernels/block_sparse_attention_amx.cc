@@ -595,6 +595,10 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
   // A chunk's keys lie in one segment (whole_chunks), one stride apart.
   const auto pack_chunk = [&](int32_t chunk, uint16_t* packed) DOCSPARSE_AMX {
     const KeyRows rows = FindKeyRows(p, batch_head, chunk * kChunkKeys);
+    for (int32_t j = 0; j < kChunkKeys; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(rows.k + j * rows.k_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rows.v + j * rows.v_stride), _MM_HINT_T0);
+    }
     PackKeys(s.in_order.data(), rows.k, rows.k_stride, kChunkKeys, kChunkKeys, kHeadDim, packed);
     PackValues(s.in_order.data(), rows.v, rows.v_stride, kChunkKeys, kChunkKeys, kHeadDim,
                packed + 2 * kPackedTile);
