@@ -18,7 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "bench/median_ms.h"
 #include "kernels/cpu_features.h"
+#include "model/checkpoint/bart_config.h"
 #include "model/checkpoint/generation_config.h"
+#include "model/checkpoint/precision.h"
 #include "model/encoder/encoder.h"
 #include "model/seq2seq/generator.h"
 #include "model/seq2seq/seq2seq_model.h"
@@ -30,6 +32,8 @@ ABSL_FLAG(std::vector<std::string>, gen_beams, std::vector<std::string>({"1", "4
           "generate: beam counts (1 = greedy)");
 ABSL_FLAG(std::vector<std::string>, gen_batches, std::vector<std::string>({"1", "4"}),
           "generate: documents per call");
+ABSL_FLAG(std::vector<std::string>, gen_precision, std::vector<std::string>({"fp32"}),
+          "generate: precisions (fp32, bf16)");
 
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, threads);
@@ -67,6 +71,60 @@ absl::StatusOr<int64_t> GenerateOnce(const Seq2SeqModel& model, const EncoderBat
   return static_cast<int64_t>(result->sequences[0].hypotheses[0].token_ids.size());
 }
 
+// Every (batch, beams) case on one model.
+int RunModel(const Seq2SeqModel& model, const std::string& dir, const std::vector<int>& batch_sizes,
+             const std::vector<int>& beam_counts) {
+  const std::string precision(PrecisionName(model.precision()));
+  const BartConfig& config = model.config();
+  const int src_tokens = absl::GetFlag(FLAGS_gen_src_tokens);
+  const int new_tokens = absl::GetFlag(FLAGS_gen_new_tokens);
+  std::mt19937 rng(0);
+  std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(config.vocab_size) - 1);
+  const std::string isa(IsaName(HostCpuFeatures()));
+  for (int batch_size : batch_sizes) {
+    EncoderBatch batch;
+    for (int b = 0; b < batch_size; ++b) {
+      std::vector<int32_t> ids(src_tokens);
+      for (int32_t& id : ids) id = token(rng);
+      ids.front() = 0;  // <s>
+      ids.back() = 2;   // </s>
+      batch.sequences.push_back(std::move(ids));
+    }
+    for (int beams : beam_counts) {
+      GenerationConfig generation;
+      generation.num_beams = beams;
+      generation.max_new_tokens = new_tokens;
+      generation.decoder_start_token_id = 2;
+      generation.eos_token_ids.clear();  // every text runs to max_new_tokens
+      generation.pad_token_id = 1;
+      absl::StatusOr<int64_t> generated = 0;
+      const double ms = MedianMs(absl::GetFlag(FLAGS_repeats),
+                                 [&] { generated = GenerateOnce(model, batch, generation); });
+      if (!generated.ok()) {
+        std::fprintf(stderr, "generate: %s\n", generated.status().ToString().c_str());
+        return 1;
+      }
+      const double per_token = ms / static_cast<double>(std::max<int64_t>(1, *generated));
+      if (absl::GetFlag(FLAGS_json)) {
+        std::printf(
+            "{\"impl\": \"docsparse\", \"precision\": \"%s\", \"task\": \"summarize\", "
+            "\"beams\": %d, \"batch\": %d, \"source_tokens\": %d, \"new_tokens\": %lld, "
+            "\"ms_per_token\": %.2f, \"tokens_per_s\": %.1f, \"isa\": \"%s\", \"threads\": %d}\n",
+            precision.c_str(), beams, batch_size, src_tokens, static_cast<long long>(*generated),
+            per_token, 1000.0 / per_token * batch_size, isa.c_str(), absl::GetFlag(FLAGS_threads));
+      } else {
+        std::printf(
+            "generate %s %s  batch %d  beams %d  %d -> %lld tokens  %8.2f ms/token  %7.1f "
+            "tokens/s\n",
+            dir.c_str(), precision.c_str(), batch_size, beams, src_tokens,
+            static_cast<long long>(*generated), per_token, 1000.0 / per_token * batch_size);
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunGenerateBench() {
@@ -85,58 +143,31 @@ int RunGenerateBench() {
       return 2;
     }
   }
+  std::vector<Precision> precisions;
+  for (const std::string& name : absl::GetFlag(FLAGS_gen_precision)) {
+    const std::optional<Precision> precision = ParsePrecision(name);
+    if (!precision.has_value()) {
+      std::fprintf(stderr, "generate: bad --gen_precision value '%s' (fp32, bf16)\n", name.c_str());
+      return 2;
+    }
+    precisions.push_back(*precision);
+  }
   at::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
   c10::InferenceMode inference_mode;
-  absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model = Seq2SeqModel::Create(dir);
-  if (!model.ok()) {
-    std::fprintf(stderr, "generate: %s\n", model.status().ToString().c_str());
+  const absl::StatusOr<BartConfig> config = LoadBartConfig(dir + "/config.json");
+  if (!config.ok()) {
+    std::fprintf(stderr, "generate: %s\n", config.status().ToString().c_str());
     return 1;
   }
-  const BartConfig& config = (*model)->config();
-  const int src_tokens = absl::GetFlag(FLAGS_gen_src_tokens);
-  const int new_tokens = absl::GetFlag(FLAGS_gen_new_tokens);
-  std::mt19937 rng(0);
-  std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(config.vocab_size) - 1);
-  const std::string isa(IsaName(HostCpuFeatures()));
-  for (int batch_size : *batch_sizes) {
-    EncoderBatch batch;
-    for (int b = 0; b < batch_size; ++b) {
-      std::vector<int32_t> ids(src_tokens);
-      for (int32_t& id : ids) id = token(rng);
-      ids.front() = 0;  // <s>
-      ids.back() = 2;   // </s>
-      batch.sequences.push_back(std::move(ids));
+  for (const Precision precision : precisions) {
+    absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model =
+        Seq2SeqModel::Create(dir, *config, /*attention=*/nullptr, at::kCPU, precision);
+    if (!model.ok()) {
+      std::fprintf(stderr, "generate: %s\n", model.status().ToString().c_str());
+      return 1;
     }
-    for (int beams : *beam_counts) {
-      GenerationConfig generation;
-      generation.num_beams = beams;
-      generation.max_new_tokens = new_tokens;
-      generation.decoder_start_token_id = 2;
-      generation.eos_token_ids.clear();  // every text runs to max_new_tokens
-      generation.pad_token_id = 1;
-      absl::StatusOr<int64_t> generated = 0;
-      const double ms = MedianMs(absl::GetFlag(FLAGS_repeats),
-                                 [&] { generated = GenerateOnce(**model, batch, generation); });
-      if (!generated.ok()) {
-        std::fprintf(stderr, "generate: %s\n", generated.status().ToString().c_str());
-        return 1;
-      }
-      const double per_token = ms / static_cast<double>(std::max<int64_t>(1, *generated));
-      if (absl::GetFlag(FLAGS_json)) {
-        std::printf(
-            "{\"impl\": \"docsparse\", \"precision\": \"fp32\", \"task\": \"summarize\", "
-            "\"beams\": %d, \"batch\": %d, \"source_tokens\": %d, \"new_tokens\": %lld, "
-            "\"ms_per_token\": %.2f, \"tokens_per_s\": %.1f, \"isa\": \"%s\", \"threads\": %d}\n",
-            beams, batch_size, src_tokens, static_cast<long long>(*generated), per_token,
-            1000.0 / per_token * batch_size, isa.c_str(), absl::GetFlag(FLAGS_threads));
-      } else {
-        std::printf(
-            "generate %s  batch %d  beams %d  %d -> %lld tokens  %8.2f ms/token  %7.1f tokens/s\n",
-            dir.c_str(), batch_size, beams, src_tokens, static_cast<long long>(*generated),
-            per_token, 1000.0 / per_token * batch_size);
-      }
-      std::fflush(stdout);
-    }
+    const int status = RunModel(**model, dir, *batch_sizes, *beam_counts);
+    if (status != 0) return status;
   }
   return 0;
 }

@@ -70,22 +70,26 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
                        "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
     }
   }
-  // On the CPU our summarizers run fp32; on a CUDA device bf16 (auto) or
-  // fp32, as docsparse.json or --precision says.
+  // On the CPU our summarizers run as docsparse.json says: fp32, or bf16
+  // where the CPU has AMX or AVX512-BF16 (the products on them, and a decode
+  // step, bound by reading the weights, reads half the bytes). `auto` is
+  // fp32 there: bf16 can change the token greedy or beam search picks, and
+  // fp32 matches transformers token for token. On a CUDA device bf16 (auto)
+  // or fp32, as docsparse.json or --precision says.
   const bool on_cpu = options.device.is_cpu();
   const Precision precision =
       on_cpu ? model->serving.precision : options.precision.value_or(model->serving.precision);
-  if (on_cpu && (precision == Precision::kBf16 || precision == Precision::kInt8)) {
+  if (on_cpu && precision == Precision::kBf16 && !HasNativeBf16(HostCpuFeatures())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, "/docsparse.json: precision: \"",
-        std::string(PrecisionName(model->serving.precision)),
-        "\" is not served for encoder-decoder models yet (\"fp32\" or \"auto\", which is "
-        "fp32 for them)"));
+        path,
+        "/docsparse.json: precision: \"bf16\" needs a CPU with AMX or AVX512-BF16 for an "
+        "encoder-decoder model (this one: ",
+        std::string(IsaName(HostCpuFeatures())), "); write \"fp32\" or \"auto\""));
   }
   if (precision == Precision::kInt8) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, "/docsparse.json: precision: \"int8\" is not served for encoder-decoder models on ",
-        options.device.str(), " (\"fp32\", or \"bf16\" / \"auto\")"));
+        options.device.str(), " (\"fp32\", \"bf16\" or \"auto\")"));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   // Summarizers run their native attention (LSG for LSG-BART, Longformer

@@ -907,7 +907,12 @@ def summarize_worker(args) -> None:
     for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"]):
         vocab[i] = t
 
-    for compute_type in ("float32", "int8"):
+    # float32 and int8 always; bfloat16 and int8_bfloat16 where CTranslate2
+    # runs them on this CPU (a precision-for-precision peer for our bf16).
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    compute_types = ["float32", "int8"] + [
+        ct for ct in ("bfloat16", "int8_bfloat16") if ct in supported]
+    for compute_type in compute_types:
         ct2_dir = work / f"bart-base-random-ct2-{compute_type}"
         if not (ct2_dir / "model.bin").exists():
             from ctranslate2.converters import TransformersConverter
@@ -917,7 +922,7 @@ def summarize_worker(args) -> None:
     translators = {
         ct: ctranslate2.Translator(str(work / f"bart-base-random-ct2-{ct}"), device="cpu",
                                    compute_type=ct, intra_threads=args.threads, inter_threads=1)
-        for ct in ("float32", "int8")}
+        for ct in compute_types}
     results = []
     for batch in csv_ints(args.sum_batches):
         source_ids = rng.integers(4, config.vocab_size, size=(batch, src_len - 1))
@@ -1016,6 +1021,7 @@ def run_docsparse_generate(args) -> list[dict]:
     cmd = [str(bench), "generate", f"--gen_model={Path(args.work_dir) / 'bart-base-random'}",
            f"--gen_src_tokens={args.src_tokens}", f"--gen_new_tokens={args.gen_tokens}",
            f"--gen_beams={args.beams}", f"--gen_batches={args.sum_batches}",
+           f"--gen_precision={args.sum_precisions}",
            f"--threads={args.threads}", f"--repeats={max(3, args.min_iters)}", "--json"]
     log("summarize: docsparse generate (engine)")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(args.threads))
@@ -1064,6 +1070,9 @@ def parse_args(argv=None):
                    help="also CTranslate2 vs transformers generate on a random BART-base")
     p.add_argument("--beams", default="1,4")
     p.add_argument("--sum-batches", default="1,4")
+    p.add_argument("--sum-precisions", default=None,
+                   help="docsparse's summarizer precisions (default: fp32, and bf16 where the "
+                        "CPU has AMX or AVX512-BF16)")
     p.add_argument("--src-tokens", type=int, default=512)
     p.add_argument("--gen-tokens", type=int, default=64)
     # internal
@@ -1078,6 +1087,8 @@ def parse_args(argv=None):
 def main() -> int:
     args = parse_args()
     args.isa = args.isa or detect_isa()
+    if args.sum_precisions is None:
+        args.sum_precisions = "fp32,bf16" if args.isa in ("amx", "avx512_bf16") else "fp32"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     model_dir = ROOT / "models" / "minilm"
