@@ -11,19 +11,32 @@ AssembledKeys AssembleKeySegments(const Bf16AttentionParams& p) {
   if (p.num_key_segments == 0) return out;
   const int64_t d = p.head_dim;
   const int64_t batch_heads = static_cast<int64_t>(p.batch) * p.heads;
-  out.k.assign(static_cast<size_t>(batch_heads * p.k_len * d), 0);
-  out.v.assign(out.k.size(), 0);
+  out.k.resize(static_cast<size_t>(batch_heads * p.k_len * d));
+  out.v.resize(out.k.size());
+  // Head by head, segment by segment, a row at a time (zeros in the gaps),
+  // on the caller's OpenMP team.
+#pragma omp parallel for schedule(static)
   for (int64_t bh = 0; bh < batch_heads; ++bh) {
-    for (int32_t key = 0; key < p.k_len; ++key) {
-      for (int32_t s = 0; s < p.num_key_segments; ++s) {
-        const KeySegment& segment = p.key_segments[s];
-        if (key < segment.begin || key >= segment.begin + segment.count) continue;
-        const KeyRows rows = FindKeyRows(p, bh, key);
-        std::memcpy(out.k.data() + (bh * p.k_len + key) * d, rows.k, d * sizeof(uint16_t));
-        std::memcpy(out.v.data() + (bh * p.k_len + key) * d, rows.v, d * sizeof(uint16_t));
-        break;
+    uint16_t* k = out.k.data() + bh * p.k_len * d;
+    uint16_t* v = out.v.data() + bh * p.k_len * d;
+    int32_t filled = 0;
+    for (int32_t s = 0; s < p.num_key_segments; ++s) {
+      const KeySegment& segment = p.key_segments[s];
+      std::fill(k + filled * d, k + segment.begin * d, uint16_t{0});
+      std::fill(v + filled * d, v + segment.begin * d, uint16_t{0});
+      if (segment.count > 0) {
+        const KeyRows rows = FindKeyRows(p, bh, segment.begin);
+        for (int32_t r = 0; r < segment.count; ++r) {
+          std::memcpy(k + (segment.begin + r) * d, rows.k + r * rows.k_stride,
+                      d * sizeof(uint16_t));
+          std::memcpy(v + (segment.begin + r) * d, rows.v + r * rows.v_stride,
+                      d * sizeof(uint16_t));
+        }
       }
+      filled = segment.begin + segment.count;
     }
+    std::fill(k + filled * d, k + p.k_len * d, uint16_t{0});
+    std::fill(v + filled * d, v + p.k_len * d, uint16_t{0});
   }
   out.params.k = out.k.data();
   out.params.v = out.v.data();
