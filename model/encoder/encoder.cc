@@ -260,7 +260,14 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
   const int64_t head_dim = config_.hidden_size / heads;
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
   // views, read in place by the mechanisms that can (dense on our kernels).
-  at::Tensor qkv = w.qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+  // The projection's output is a layer's largest activation (38 MB at 16k
+  // tokens, bf16): each thread keeps one buffer for it instead of faulting a
+  // fresh mapping in at every layer. The previous layer's q, k and v are dead
+  // by now.
+  thread_local at::Tensor qkv_storage;
+  at::Tensor qkv = w.qkv(x, device_.is_cpu() ? &qkv_storage : nullptr)
+                       .view({batch, seq, 3, heads, head_dim})
+                       .permute({2, 0, 3, 1, 4});
   AttentionInputs inputs{qkv[0], qkv[1], qkv[2], lengths, layer, options};
   if (w.global_query.has_value()) {
     // Longformer: its global tokens' rows come from projections of their

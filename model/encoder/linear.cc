@@ -67,7 +67,9 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
   if (b.defined()) bias_ = b.to(type_);
 }
 
-at::Tensor Linear::operator()(const at::Tensor& x) const {
+at::Tensor Linear::operator()(const at::Tensor& x) const { return (*this)(x, nullptr); }
+
+at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
   TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
               " input features, got ", x.size(-1));
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
@@ -79,7 +81,15 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   const at::Tensor in = x.to(type_).contiguous();
   std::vector<int64_t> sizes = in.sizes().vec();
   sizes.back() = out_features_;
-  at::Tensor out = at::empty(sizes, in.options());
+  at::Tensor out;
+  if (storage == nullptr) {
+    out = at::empty(sizes, in.options());
+  } else {
+    int64_t bytes = in.element_size();
+    for (int64_t size : sizes) bytes *= size;
+    if (!storage->defined() || storage->numel() < bytes) *storage = at::empty({bytes}, at::kByte);
+    out = storage->narrow(0, 0, bytes).view(in.scalar_type()).view(sizes);
+  }
   packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr());
   return activate(out);
 }

@@ -41,6 +41,12 @@ class Linear {
   // x [..., in] -> [..., out] in the precision's activation type (x is
   // converted to it first if it is not in it); without the bias for kByCaller.
   at::Tensor operator()(const at::Tensor& x) const;
+  // The same, written into `*storage` (a byte tensor the caller keeps across
+  // calls, grown here as needed) where the product runs on oneDNN: the result
+  // is a view of it, so the caller must be done with the previous result
+  // before the next call. Large fresh outputs are mapped and faulted in anew
+  // at every call (glibc maps anything above 32 MB).
+  at::Tensor operator()(const at::Tensor& x, at::Tensor* storage) const;
 
   // The bias in the activation type (for kByCaller).
   const at::Tensor& bias() const { return bias_; }

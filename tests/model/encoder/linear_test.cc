@@ -55,6 +55,29 @@ TEST(LinearTest, Bf16StaysBf16AndWithinItsRounding) {
   EXPECT_GT(MaxError(got, want), 0.0);  // it did round
 }
 
+TEST(LinearTest, ResultsInCallerStorageMatchFreshOnesAndReuseIt) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(4);
+  const at::Tensor weight = at::randn({40, 48}) * 0.1;
+  const at::Tensor bias = at::randn({40});
+  for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const Linear linear(weight, bias, precision);
+    at::Tensor storage;
+    const at::Tensor big = at::randn({3, 9, 48});
+    const at::Tensor first = linear(big, &storage);
+    EXPECT_TRUE(at::equal(first, linear(big))) << PrecisionName(precision);
+    EXPECT_EQ(first.sizes(), (std::vector<int64_t>{3, 9, 40}));
+    const void* data = storage.data_ptr();
+    // A smaller product reuses the storage; a larger one grows it.
+    const at::Tensor small = at::randn({5, 48});
+    EXPECT_TRUE(at::equal(linear(small, &storage), linear(small)));
+    EXPECT_EQ(storage.data_ptr(), data);
+    const at::Tensor larger = at::randn({4, 9, 48});
+    EXPECT_TRUE(at::equal(linear(larger, &storage), linear(larger)));
+    EXPECT_GE(storage.numel(), 4 * 9 * 40 * linear(larger).element_size());
+  }
+}
+
 // int8 weights with per-row dynamic activation scales: each term carries two
 // roundings of <= 1/254 of its row's or channel's largest value.
 TEST(LinearTest, Int8IsWithinItsQuantizationOfTheDoubleProduct) {
