@@ -33,7 +33,7 @@ ABSL_FLAG(std::vector<std::string>, gen_beams, std::vector<std::string>({"1", "4
 ABSL_FLAG(std::vector<std::string>, gen_batches, std::vector<std::string>({"1", "4"}),
           "generate: documents per call");
 ABSL_FLAG(std::vector<std::string>, gen_precision, std::vector<std::string>({"fp32"}),
-          "generate: precisions (fp32, bf16)");
+          "generate: precisions (fp32, bf16, int8)");
 
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, threads);
@@ -147,7 +147,8 @@ int RunGenerateBench() {
   for (const std::string& name : absl::GetFlag(FLAGS_gen_precision)) {
     const std::optional<Precision> precision = ParsePrecision(name);
     if (!precision.has_value()) {
-      std::fprintf(stderr, "generate: bad --gen_precision value '%s' (fp32, bf16)\n", name.c_str());
+      std::fprintf(stderr, "generate: bad --gen_precision value '%s' (fp32, bf16, int8)\n",
+                   name.c_str());
       return 2;
     }
     precisions.push_back(*precision);

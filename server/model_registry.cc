@@ -70,10 +70,11 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
                        "\" is not served by an encoder-decoder; write \"tasks\": [\"summarize\"]"));
     }
   }
-  // On the CPU our summarizers run as docsparse.json says: fp32, or bf16
-  // where the CPU has AMX or AVX512-BF16 (the products on them, and a decode
-  // step, bound by reading the weights, reads half the bytes). `auto` is
-  // fp32 there: bf16 can change the token greedy or beam search picks, and
+  // On the CPU our summarizers run as docsparse.json says: fp32; bf16 where
+  // the CPU has AMX or AVX512-BF16 (the products on them, and a decode step,
+  // bound by reading the weights, reads half the bytes); or int8 products
+  // (a quarter), the rest bf16 where the CPU has it. `auto` is fp32 there:
+  // bf16 and int8 can change the token greedy or beam search picks, and
   // fp32 matches transformers token for token. On a CUDA device bf16 (auto)
   // or fp32, as docsparse.json or --precision says.
   const bool on_cpu = options.device.is_cpu();
@@ -84,9 +85,9 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
         path,
         "/docsparse.json: precision: \"bf16\" needs a CPU with AMX or AVX512-BF16 for an "
         "encoder-decoder model (this one: ",
-        std::string(IsaName(HostCpuFeatures())), "); write \"fp32\" or \"auto\""));
+        std::string(IsaName(HostCpuFeatures())), "); write \"fp32\", \"int8\" or \"auto\""));
   }
-  if (precision == Precision::kInt8) {
+  if (!on_cpu && precision == Precision::kInt8) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, "/docsparse.json: precision: \"int8\" is not served for encoder-decoder models on ",
         options.device.str(), " (\"fp32\", \"bf16\" or \"auto\")"));

@@ -1071,8 +1071,8 @@ def parse_args(argv=None):
     p.add_argument("--beams", default="1,4")
     p.add_argument("--sum-batches", default="1,4")
     p.add_argument("--sum-precisions", default=None,
-                   help="docsparse's summarizer precisions (default: fp32, and bf16 where the "
-                        "CPU has AMX or AVX512-BF16)")
+                   help="docsparse's summarizer precisions (default: fp32, int8, and bf16 "
+                        "where the CPU has AMX or AVX512-BF16)")
     p.add_argument("--src-tokens", type=int, default=512)
     p.add_argument("--gen-tokens", type=int, default=64)
     # internal
@@ -1088,7 +1088,8 @@ def main() -> int:
     args = parse_args()
     args.isa = args.isa or detect_isa()
     if args.sum_precisions is None:
-        args.sum_precisions = "fp32,bf16" if args.isa in ("amx", "avx512_bf16") else "fp32"
+        args.sum_precisions = ("fp32,bf16,int8" if args.isa in ("amx", "avx512_bf16")
+                               else "fp32,int8")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     model_dir = ROOT / "models" / "minilm"

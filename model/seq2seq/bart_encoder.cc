@@ -15,6 +15,7 @@
 #include "model/checkpoint/checkpoint_tensor.h"
 #include "model/checkpoint/safetensors.h"
 #include "model/encoder/linear.h"
+#include "model/encoder/linear_precision.h"
 #include "model/seq2seq/seq2seq_embeddings.h"
 
 namespace docsparse {
@@ -147,9 +148,8 @@ absl::StatusOr<std::unique_ptr<BartEncoder>> BartEncoder::Create(
 }
 
 at::ScalarType Seq2SeqElementType(Precision precision) {
-  TORCH_CHECK(precision == Precision::kFp32 || precision == Precision::kBf16,
-              "a summarizer runs fp32 or bf16");
-  return precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
+  TORCH_CHECK(precision != Precision::kAuto, "a summarizer runs fp32, bf16 or int8");
+  return ActivationType(precision);
 }
 
 void PlaceTensors(at::Device device, at::ScalarType type,
@@ -165,6 +165,7 @@ BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
     : config_(std::move(config)),
       device_(device),
       type_(Seq2SeqElementType(precision)),
+      precision_(precision),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
   PlaceTensors(

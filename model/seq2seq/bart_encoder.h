@@ -78,9 +78,10 @@ absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const std::string& mod
 absl::StatusOr<BartEncoderWeights> LoadBartEncoderWeights(const Checkpoint& checkpoint,
                                                           const BartConfig& config);
 
-// The element type of a summarizer's weights and activations in
-// `precision`: kFp32 -> fp32, kBf16 -> bf16 (throws for the others, which
-// Seq2SeqModel::Create refuses by name).
+// The element type of a summarizer's activations (and weights outside the
+// products) in `precision`: kFp32 -> fp32, kBf16 -> bf16, kInt8 -> bf16 where
+// the CPU multiplies bf16 natively, else fp32 (its products' weights are
+// int8; CPU only, which Seq2SeqModel::Create checks). Throws for kAuto.
 at::ScalarType Seq2SeqElementType(Precision precision);
 
 // Moves each defined tensor to `device` in `type`, contiguous.
@@ -133,7 +134,8 @@ class BartEncoder {
   EncoderShape shape() const;
   const AttentionMechanism& attention() const { return *attention_; }
   at::Device device() const { return device_; }
-  at::ScalarType type() const { return type_; }  // of the weights and activations
+  at::ScalarType type() const { return type_; }       // of the weights and activations
+  Precision precision() const { return precision_; }  // kFp32, kBf16 or kInt8
   // Leading global-token rows of Forward's output: num_global_tokens with LSG
   // and pass_global_tokens_to_decoder, else 0.
   int64_t global_rows() const;
@@ -147,6 +149,7 @@ class BartEncoder {
   BartConfig config_;
   at::Device device_;
   at::ScalarType type_;
+  Precision precision_;
   BartEncoderWeights weights_;
   std::unique_ptr<AttentionMechanism> attention_;
 };

@@ -98,10 +98,10 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
   if (precision == Precision::kAuto) {
     precision = device.is_cpu() ? Precision::kFp32 : Precision::kBf16;
   }
-  if (precision != Precision::kFp32 && precision != Precision::kBf16) {
-    return absl::InvalidArgumentError(absl::StrCat("precision: \"",
-                                                   std::string(PrecisionName(precision)),
-                                                   "\": a summarizer runs fp32 or bf16"));
+  if (precision == Precision::kInt8 && !device.is_cpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("precision: \"int8\": a summarizer runs int8 on the CPU only (on ",
+                     device.str(), ": fp32 or bf16)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));

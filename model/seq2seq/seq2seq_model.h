@@ -55,9 +55,10 @@ class Seq2SeqModel {
   static absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Create(
       const std::string& model_dir, std::unique_ptr<AttentionMechanism> attention = nullptr);
   // The same with an already parsed config (tests, benchmarks), on `device`
-  // in `precision` (kFp32 or kBf16; kAuto: bf16 on a CUDA device, fp32 on
-  // the CPU, where bf16 runs on LibTorch's CPU ops and the server does not
-  // offer it).
+  // in `precision` (kFp32, kBf16, or kInt8 on the CPU: int8 products with
+  // per-row dynamic activation scales, the rest bf16 where the CPU has it;
+  // kAuto: bf16 on a CUDA device, fp32 on the CPU, where the server serves
+  // the others only when docsparse.json asks).
   static absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Create(
       const std::string& model_dir, const BartConfig& config,
       std::unique_ptr<AttentionMechanism> attention, at::Device device = at::kCPU,
@@ -66,9 +67,7 @@ class Seq2SeqModel {
 
   at::Device device() const { return encoder_->device(); }
   // kFp32 or kBf16: what the weights and activations are in.
-  Precision precision() const {
-    return encoder_->type() == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
-  }
+  Precision precision() const { return encoder_->precision(); }
 
   // Encodes the documents (ids with the tokenizer's special tokens) as
   // BartEncoder::Forward does, adding sequence i's encoder cost to
