@@ -92,9 +92,8 @@ struct PackedChunk {
 class HeadChunkCache {
  public:
   // Forgets what it holds and makes room for (item, head)s of `chunks` chunks.
-  void Reset(int32_t chunks) {
-    chunks_ = chunks;
-    if (stamps_.size() < static_cast<size_t>(chunks)) {
+  void Reset(size_t chunks) {
+    if (stamps_.size() < chunks) {
       stamps_.resize(chunks, 0);
       data_.resize(static_cast<size_t>(chunks) * kHead32ChunkValues);
     }
@@ -116,10 +115,15 @@ class HeadChunkCache {
     return packed;
   }
 
-  int32_t chunks() const { return chunks_; }
+  // The calling thread's cache: kept across calls, since a fresh one per
+  // call would fault its pages in again (128 bytes per key of the longest
+  // sequence the thread has seen: 3 MB at 24k keys, 16k-token LSG).
+  static HeadChunkCache& OfThisThread() {
+    thread_local HeadChunkCache cache;
+    return cache;
+  }
 
  private:
-  int32_t chunks_ = 0;
   int64_t batch_head_ = -1;
   uint64_t generation_ = 0;
   std::vector<uint64_t> stamps_;  // generation in which each chunk was packed
@@ -647,8 +651,8 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
     int32_t key = spans[span].begin;
     while (key < end) {
       const int32_t chunk = key / kChunkKeys;
-      if (key % kChunkKeys == 0 && key + kChunkKeys <= end && chunk < cache.chunks() &&
-          whole_chunks[chunk]) {
+      if (key % kChunkKeys == 0 && key + kChunkKeys <= end &&
+          chunk < static_cast<int32_t>(whole_chunks.size()) && whole_chunks[chunk]) {
         const uint16_t* packed = cache.Get(batch_head, chunk, pack_chunk);
         s.chunks.push_back({packed, packed + 2 * kPackedTile, kChunkKeys});
         key += kChunkKeys;
@@ -683,6 +687,8 @@ class AmxWorker {
     scratch_.scores.resize(static_cast<size_t>(kTileRows) * kKeyTile);
     scratch_.probs.resize(static_cast<size_t>(kTileRows) * kKeyTile);
     if (p.head_dim == 32) {
+      head32_cache_ = &HeadChunkCache::OfThisThread();  // the worker runs on its thread
+      head32_cache_->Reset(whole_chunks.size());
       scratch_.in_order.resize(kKeyTile);
       for (int32_t i = 0; i < kKeyTile; ++i) scratch_.in_order[i] = i;
       if (p.num_key_segments > 0) {
@@ -699,29 +705,17 @@ class AmxWorker {
   void operator()(int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
                   const KeySlide*, int32_t num_spans) {
     if (p_.head_dim == 32) {
-      AttendBlockHead32(p_, batch_head, first, last, spans, num_spans, whole_chunks_, Head32Cache(),
-                        scratch_);
+      AttendBlockHead32(p_, batch_head, first, last, spans, num_spans, whole_chunks_,
+                        *head32_cache_, scratch_);
     } else {
       AttendBlock(p_, batch_head, first, last, spans, num_spans, scratch_);
     }
   }
 
  private:
-  // The thread keeps its cache across calls, a fresh one per call would
-  // fault its pages in again: 128 bytes per key of the longest sequence it
-  // has seen (3 MB at 24k keys, 16k-token LSG).
-  HeadChunkCache& Head32Cache() {
-    thread_local HeadChunkCache cache;
-    if (!cache_ready_) {
-      cache.Reset(static_cast<int32_t>(whole_chunks_.size()));
-      cache_ready_ = true;
-    }
-    return cache;
-  }
-
   const Bf16AttentionParams& p_;
   const std::vector<uint8_t>& whole_chunks_;
-  bool cache_ready_ = false;
+  HeadChunkCache* head32_cache_ = nullptr;  // head size 32 only
   Scratch scratch_;
 };
 

@@ -5,39 +5,50 @@
 
 namespace docsparse {
 
+void AssembleRowPieces(const RowPiece* pieces, int32_t num_pieces, int64_t batch_heads,
+                       int32_t heads, int32_t k_len, int64_t row_elements, int64_t element_bytes,
+                       void* out) {
+  const int64_t row_bytes = row_elements * element_bytes;
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < batch_heads; ++bh) {
+    char* head = static_cast<char*>(out) + bh * k_len * row_bytes;
+    int64_t filled = 0;  // rows written so far, in order
+    for (int32_t i = 0; i < num_pieces; ++i) {
+      const RowPiece& piece = pieces[i];
+      std::memset(head + filled * row_bytes, 0, (piece.begin - filled) * row_bytes);
+      const char* from =
+          static_cast<const char*>(piece.base) + piece.layout.Start(bh, heads) * element_bytes;
+      const int64_t stride = piece.layout.row_stride * element_bytes;
+      char* to = head + piece.begin * row_bytes;
+      for (int32_t r = 0; r < piece.count; ++r) {
+        std::memcpy(to + r * row_bytes, from + r * stride, row_bytes);
+      }
+      filled = piece.begin + piece.count;
+    }
+    std::memset(head + filled * row_bytes, 0, (k_len - filled) * row_bytes);
+  }
+}
+
 AssembledKeys AssembleKeySegments(const Bf16AttentionParams& p) {
   AssembledKeys out;
   out.params = p;
   if (p.num_key_segments == 0) return out;
   const int64_t d = p.head_dim;
   const int64_t batch_heads = static_cast<int64_t>(p.batch) * p.heads;
+  std::vector<RowPiece> keys, values;
+  for (int32_t s = 0; s < p.num_key_segments; ++s) {
+    const KeySegment& segment = p.key_segments[s];
+    keys.push_back({segment.begin, segment.count, segment.k,
+                    segment.k_layout.Resolve(p.heads, segment.count, p.head_dim)});
+    values.push_back({segment.begin, segment.count, segment.v,
+                      segment.v_layout.Resolve(p.heads, segment.count, p.head_dim)});
+  }
   out.k.resize(static_cast<size_t>(batch_heads * p.k_len * d));
   out.v.resize(out.k.size());
-  // Head by head, segment by segment, a row at a time (zeros in the gaps),
-  // on the caller's OpenMP team.
-#pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < batch_heads; ++bh) {
-    uint16_t* k = out.k.data() + bh * p.k_len * d;
-    uint16_t* v = out.v.data() + bh * p.k_len * d;
-    int32_t filled = 0;
-    for (int32_t s = 0; s < p.num_key_segments; ++s) {
-      const KeySegment& segment = p.key_segments[s];
-      std::fill(k + filled * d, k + segment.begin * d, uint16_t{0});
-      std::fill(v + filled * d, v + segment.begin * d, uint16_t{0});
-      if (segment.count > 0) {
-        const KeyRows rows = FindKeyRows(p, bh, segment.begin);
-        for (int32_t r = 0; r < segment.count; ++r) {
-          std::memcpy(k + (segment.begin + r) * d, rows.k + r * rows.k_stride,
-                      d * sizeof(uint16_t));
-          std::memcpy(v + (segment.begin + r) * d, rows.v + r * rows.v_stride,
-                      d * sizeof(uint16_t));
-        }
-      }
-      filled = segment.begin + segment.count;
-    }
-    std::fill(k + filled * d, k + p.k_len * d, uint16_t{0});
-    std::fill(v + filled * d, v + p.k_len * d, uint16_t{0});
-  }
+  AssembleRowPieces(keys.data(), p.num_key_segments, batch_heads, p.heads, p.k_len, d,
+                    sizeof(uint16_t), out.k.data());
+  AssembleRowPieces(values.data(), p.num_key_segments, batch_heads, p.heads, p.k_len, d,
+                    sizeof(uint16_t), out.v.data());
   out.params.k = out.k.data();
   out.params.v = out.v.data();
   out.params.k_layout = {};

@@ -1,12 +1,10 @@
 #include "model/attention/block_sparse_item.h"
 
-#include <ATen/Parallel.h>
-
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "kernels/block_sparse_attention.h"
+#include "kernels/key_segments.h"
 #include "model/attention/block_sparse_attention_device.h"
 #include "model/attention/context_buffer.h"
 
@@ -19,9 +17,9 @@ const uint16_t* Bf16Bits(const at::Tensor& tensor) {
 }
 
 // The pieces as one [heads, k_len, d] sequence, zeros between them. On the
-// CPU row by row (a row is d values), in parallel over heads; no faster than
-// LibTorch's cat of these strided views (both wait on memory), which is why
-// the bf16 executors read the pieces in place instead.
+// CPU row by row (kernels/key_segments), in parallel over heads; no faster
+// than LibTorch's cat of these strided views (both wait on memory), which is
+// why the bf16 executors read the pieces in place instead.
 at::Tensor AssemblePieces(const std::vector<KeyPiece>& pieces, int32_t k_len, bool values) {
   const auto rows = [values](const KeyPiece& piece) -> const at::Tensor& {
     return values ? piece.v : piece.k;
@@ -36,34 +34,16 @@ at::Tensor AssemblePieces(const std::vector<KeyPiece>& pieces, int32_t k_len, bo
     }
     return out;
   }
-  at::Tensor out = at::empty({heads, k_len, d}, first.options());
-  const int64_t element = first.element_size();
-  const int64_t row_bytes = d * element;
-  char* base = static_cast<char*>(out.data_ptr());
+  std::vector<RowPiece> row_pieces;
   for (const KeyPiece& piece : pieces) {
-    TORCH_CHECK(rows(piece).stride(2) == 1 && rows(piece).scalar_type() == first.scalar_type(),
-                "key pieces: one type, head_dim contiguous");
+    const at::Tensor& t = rows(piece);
+    TORCH_CHECK(t.scalar_type() == first.scalar_type(), "key pieces: one type");
+    row_pieces.push_back(
+        {piece.begin, static_cast<int32_t>(t.size(1)), t.data_ptr(), LayoutOf3d(t)});
   }
-  at::parallel_for(0, heads, 1, [&](int64_t head_begin, int64_t head_end) {
-    for (int64_t h = head_begin; h < head_end; ++h) {
-      char* head = base + h * k_len * row_bytes;
-      int64_t filled = 0;  // rows written so far, in order
-      for (const KeyPiece& piece : pieces) {
-        const at::Tensor& from_rows = rows(piece);
-        std::memset(head + filled * row_bytes, 0, (piece.begin - filled) * row_bytes);
-        const char* from =
-            static_cast<const char*>(from_rows.data_ptr()) + h * from_rows.stride(0) * element;
-        const int64_t count = from_rows.size(1);
-        const int64_t stride = from_rows.stride(1) * element;
-        char* to = head + piece.begin * row_bytes;
-        for (int64_t r = 0; r < count; ++r) {
-          std::memcpy(to + r * row_bytes, from + r * stride, row_bytes);
-        }
-        filled = piece.begin + count;
-      }
-      std::memset(head + filled * row_bytes, 0, (k_len - filled) * row_bytes);
-    }
-  });
+  at::Tensor out = at::empty({heads, k_len, d}, first.options());
+  AssembleRowPieces(row_pieces.data(), static_cast<int32_t>(row_pieces.size()), heads,
+                    static_cast<int32_t>(heads), k_len, d, first.element_size(), out.data_ptr());
   return out;
 }
 

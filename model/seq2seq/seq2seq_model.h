@@ -66,7 +66,7 @@ class Seq2SeqModel {
   Seq2SeqModel(std::unique_ptr<BartEncoder> encoder, std::unique_ptr<BartDecoder> decoder);
 
   at::Device device() const { return encoder_->device(); }
-  // kFp32 or kBf16: what the weights and activations are in.
+  // kFp32, kBf16 or kInt8: what it was created in.
   Precision precision() const { return encoder_->precision(); }
 
   // Encodes the documents (ids with the tokenizer's special tokens) as
