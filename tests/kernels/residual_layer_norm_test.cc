@@ -98,5 +98,49 @@ TEST(ResidualLayerNormTest, OutputMayAliasAnInput) {
   ExpectWithinBf16(c.x, want);
 }
 
+// fp32 rows: the same offsets, no rounding of the inputs, and a tolerance
+// fp32's own 24 bits allow.
+TEST(ResidualLayerNormTest, Fp32DispatchedAndPortableMatchDoubleReference) {
+  for (int64_t width : {384, 768, 37, 5, 4100}) {
+    const Case c = MakeCase(3, width, static_cast<uint32_t>(width) + 1);
+    std::vector<float> x(c.x.size()), residual(c.residual.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = Bf16ToFloat(c.x[i]) + 1e-3f * static_cast<float>(i % 7);
+      residual[i] = Bf16ToFloat(c.residual[i]);
+    }
+    for (bool with_residual : {true, false}) {
+      // The reference from the fp32 values themselves.
+      std::vector<double> want;
+      for (int64_t r = 0; r < c.rows; ++r) {
+        double mean = 0, variance = 0;
+        std::vector<double> v(static_cast<size_t>(width));
+        for (int64_t i = 0; i < width; ++i) {
+          v[i] = static_cast<double>(x[r * width + i]) +
+                 (with_residual ? static_cast<double>(residual[r * width + i]) : 0.0);
+          mean += v[i] / static_cast<double>(width);
+        }
+        for (double value : v) variance += (value - mean) * (value - mean) / width;
+        for (int64_t i = 0; i < width; ++i) {
+          want.push_back((v[i] - mean) / std::sqrt(variance + 1e-12) * c.gamma[i] + c.beta[i]);
+        }
+      }
+      for (auto rows_function : {ResidualLayerNormFp32Rows, ResidualLayerNormFp32RowsPortable}) {
+        std::vector<float> out(x.size());
+        const ResidualLayerNormFp32Params params{
+            x.data(),       with_residual ? residual.data() : nullptr,
+            c.gamma.data(), c.beta.data(),
+            out.data(),     width,
+            1e-12f};
+        rows_function(params, 0, c.rows);
+        for (size_t i = 0; i < out.size(); ++i) {
+          // The sum x + residual rounds to fp32 (relative 2^-24 of ~1000),
+          // which the normalisation scales up by 1 / standard deviation (~4).
+          ASSERT_NEAR(out[i], want[i], 2e-4) << "width " << width << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace docsparse
