@@ -277,10 +277,7 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
                               (*w.global_key_value)(x), heads);
     };
   }
-  const at::Tensor context = Attend(std::move(inputs), item_costs);
-  at::Tensor attended = ResidualLayerNorm(w.output(context), x, w.attention_norm_weight,
-                                          w.attention_norm_bias, config_.layer_norm_eps);
-  return FeedForward(attended, w);
+  return AfterAttention(Attend(std::move(inputs), item_costs), x, w);
 }
 
 namespace {
@@ -342,29 +339,31 @@ at::Tensor Encoder::ModernBertLayer(const at::Tensor& x, const EncoderLayer& w,
   return attended + w.ffn_output(ApplyActivation(halves[0], config_.activation) * halves[1]);
 }
 
-at::Tensor Encoder::FeedForward(const at::Tensor& attended, const EncoderLayer& w) const {
+at::Tensor Encoder::AfterAttention(const at::Tensor& context, const at::Tensor& x,
+                                   const EncoderLayer& w) const {
   // 2,048 rows of a BERT-base intermediate are 6 (bf16) or 12 (fp32) MB. A
   // device takes them whole: bigger products fill it better, and its
   // allocator caches blocks.
   const int64_t kChunkRows = device_.is_cpu() ? 2048 : std::numeric_limits<int64_t>::max();
-  const at::Tensor rows = attended.reshape({-1, config_.hidden_size});
-  const int64_t total = rows.size(0);
-  const auto feed_forward = [&](const at::Tensor& in) {
-    const at::Tensor inner = fused_bias_gelu()
-                                 ? BiasGeluBf16(w.intermediate(in), w.intermediate.bias(),
-                                                config_.activation == Activation::kGeluNew)
-                                 : w.intermediate(in);
-    return ResidualLayerNorm(w.ffn_output(inner), in, w.output_norm_weight, w.output_norm_bias,
-                             config_.layer_norm_eps);
-  };
-  // One chunk: no output buffer to copy into.
-  if (total <= kChunkRows) return feed_forward(rows).view(attended.sizes());
-  at::Tensor out = at::empty_like(rows);
+  const at::Tensor context_rows = context.reshape({-1, config_.hidden_size});
+  const at::Tensor x_rows = x.reshape({-1, config_.hidden_size});
+  const int64_t total = x_rows.size(0);
+  at::Tensor out = at::empty_like(x_rows);
   for (int64_t begin = 0; begin < total; begin += kChunkRows) {
     const int64_t count = std::min(kChunkRows, total - begin);
-    out.narrow(0, begin, count).copy_(feed_forward(rows.narrow(0, begin, count)));
+    // The output product's rows become the attention half's result in place.
+    const at::Tensor projected = w.output(context_rows.narrow(0, begin, count));
+    const at::Tensor attended =
+        ResidualLayerNorm(projected, x_rows.narrow(0, begin, count), w.attention_norm_weight,
+                          w.attention_norm_bias, config_.layer_norm_eps, projected);
+    const at::Tensor inner = fused_bias_gelu()
+                                 ? BiasGeluBf16(w.intermediate(attended), w.intermediate.bias(),
+                                                config_.activation == Activation::kGeluNew)
+                                 : w.intermediate(attended);
+    ResidualLayerNorm(w.ffn_output(inner), attended, w.output_norm_weight, w.output_norm_bias,
+                      config_.layer_norm_eps, out.narrow(0, begin, count));
   }
-  return out.view(attended.sizes());
+  return out.view(x.sizes());
 }
 
 absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,

@@ -170,12 +170,15 @@ class Encoder {
   at::Tensor Layer(const at::Tensor& x, const EncoderLayer& w, const std::vector<int64_t>& lengths,
                    const std::vector<ItemAttentionOptions>& options, int layer,
                    std::vector<ItemAttentionCost>* item_costs) const;
-  // LayerNorm(W2·act(W1·x + b1) + b2 + x) over chunks of rows: a 16k-token
-  // document's [rows, intermediate] activations (50 MB in bf16) exceed
-  // glibc's largest mmap threshold (32 MiB), so whole they were mapped and
-  // page-faulted in afresh at every layer (half the feed-forward's time);
-  // chunks are reused from the heap and stay nearer the cache.
-  at::Tensor FeedForward(const at::Tensor& attended, const EncoderLayer& w) const;
+  // The rest of a layer after its attention's context: a = LayerNorm(Wo·context
+  // + bo + x), then LayerNorm(W2·act(W1·a + b1) + b2 + a), chunk by chunk of
+  // rows, each chunk through all five steps before the next starts. A 16k-token
+  // document's [rows, intermediate] activations (50 MB in bf16) exceed glibc's
+  // largest mmap threshold (32 MiB), so whole they were mapped and
+  // page-faulted in afresh at every layer; and a chunk's output product and
+  // LayerNorm are still in the cache when its feed-forward reads them.
+  at::Tensor AfterAttention(const at::Tensor& context, const at::Tensor& x,
+                            const EncoderLayer& w) const;
   // ModernBERT's layer: pre-norm attention on rotated q and k, then a
   // pre-norm GeGLU feed-forward, each added to its input.
   at::Tensor ModernBertLayer(const at::Tensor& x, const EncoderLayer& w,
