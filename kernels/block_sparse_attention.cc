@@ -170,7 +170,11 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
       view.mask_slide = slide;
       view.first_query = first;
       view.tile_begin = tile;
-      if (simd) view.TransposeKeys(tile_k, k_layout.row_stride, tile_keys);
+      if (path == TilePath::kAvx512) {
+        view.TransposeKeysAvx512(tile_k, k_layout.row_stride, tile_keys);
+      } else if (simd) {
+        view.TransposeKeys(tile_k, k_layout.row_stride, tile_keys);
+      }
       if (path == TilePath::kAvx512) {
         view.RunAvx512(tile_v, v_layout.row_stride, tile_keys);
       } else if (path == TilePath::kAvx2) {

@@ -3,6 +3,8 @@
 // and the softmax's exponential by ExpNonPositive512.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/block_sparse_attention_fp32_tile.h"
 #include "kernels/online_softmax_avx512.h"
 
@@ -132,7 +134,55 @@ DOCSPARSE_AVX512 void Accumulate(const Fp32Tile& t, const float* values, int64_t
   if (r < t.rows) AccumulateRows<4>(t, r, values, value_stride, tile_keys);
 }
 
+// out[i] = the 16 values of rows[0..15] at column i, for 16 rows of 16
+// floats: the usual unpack / shuffle / 128-bit-lane permutes.
+DOCSPARSE_AVX512 inline void Transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
+  }
+}
+
 }  // namespace
+
+DOCSPARSE_AVX512 void Fp32Tile::TransposeKeysAvx512(const float* keys, int64_t key_stride,
+                                                    int32_t tile_keys) const {
+  const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
+  // 16 keys x 16 dimensions at a time; keys past tile_keys load as zeros,
+  // which also clears the spare columns.
+  for (int32_t j = 0; j < padded_keys; j += 16) {
+    const int32_t real = std::min<int32_t>(16, tile_keys - j);
+    for (int32_t i = 0; i < head_dim; i += 16) {
+      __m512 r[16];
+      for (int x = 0; x < 16; ++x) {
+        r[x] = x < real ? _mm512_loadu_ps(keys + (j + x) * key_stride + i) : _mm512_setzero_ps();
+      }
+      Transpose16x16(r);
+      for (int x = 0; x < 16; ++x) {
+        _mm512_storeu_ps(keys_t + static_cast<int64_t>(i + x) * stride + j, r[x]);
+      }
+    }
+  }
+}
 
 DOCSPARSE_AVX512 void Fp32Tile::RunAvx512(const float* values, int64_t value_stride,
                                           int32_t tile_keys) const {

@@ -10,6 +10,8 @@
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention_amx.h"
 #include "kernels/block_sparse_attention_avx512_bf16.h"
+#include "kernels/block_sparse_attention_fp32_tile.h"
+#include "kernels/cpu_features.h"
 #include "tests/common/block_sparse_problem.h"
 
 namespace docsparse {
@@ -41,6 +43,45 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want) 
     worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   }
   EXPECT_LE(worst, 1e-5);
+}
+
+// The AVX-512 key transpose against the element-by-element one: every tile
+// size around the 16-key steps, keys rows apart by more than head_dim, and
+// the spare columns up to the next 16 zero in both (they were NaN before).
+TEST(BlockSparseAttentionTest, Avx512KeyTransposeMatchesElementByElement) {
+  if (!HostCpuFeatures().avx512f || !HostCpuFeatures().avx512bw_vl) {
+    GTEST_SKIP() << "no AVX-512 on this CPU";
+  }
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (int32_t head_dim : {16, 32, 64}) {
+    const int64_t key_stride = 3 * head_dim + 5;
+    for (int32_t tile_keys : {1, 15, 16, 17, 100, 255, 256}) {
+      std::vector<float> keys(static_cast<size_t>(tile_keys * key_stride));
+      for (float& x : keys) x = normal(rng);
+      const int32_t stride = 256;
+      std::vector<float> want(static_cast<size_t>(head_dim * stride), NAN);
+      std::vector<float> got(want.size(), NAN);
+      Fp32Tile tile{};
+      tile.head_dim = head_dim;
+      tile.stride = stride;
+      tile.keys_t = want.data();
+      tile.TransposeKeys(keys.data(), key_stride, tile_keys);
+      tile.keys_t = got.data();
+      tile.TransposeKeysAvx512(keys.data(), key_stride, tile_keys);
+      const int32_t padded = (tile_keys + 15) / 16 * 16;
+      for (int32_t i = 0; i < head_dim; ++i) {
+        for (int32_t j = 0; j < padded; ++j) {
+          const size_t at = static_cast<size_t>(i * stride + j);
+          ASSERT_EQ(got[at], want[at])
+              << "d " << head_dim << " keys " << tile_keys << " at [" << i << "][" << j << "]";
+          if (j >= tile_keys) {
+            ASSERT_EQ(got[at], 0.0f);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(BlockSparseAttentionTest, DenseSpanMatchesReference) {
