@@ -40,6 +40,7 @@
 #include "bench/pattern_fidelity.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
+#include "model/checkpoint/huge_page_allocator.h"
 
 ABSL_FLAG(std::vector<std::string>, impl, std::vector<std::string>({"dense", "lsg"}),
           "implementations to run");
@@ -176,6 +177,7 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
 int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   docsparse::KeepFreedMemoryForReuse();  // every mode, as the server does
+  docsparse::UseHugePagesForLargeCpuTensors();
   if (rest.size() == 2 && std::string(rest[1]) == "seq2seq") {
     return docsparse::bench::RunSeq2SeqBench();
   }

@@ -30,6 +30,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/compute_device.h"
+#include "model/checkpoint/huge_page_allocator.h"
 #include "server/compute_thread.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
@@ -190,6 +191,7 @@ int Serve() {
   QuietProtobufParseErrors();
 
   KeepFreedMemoryForReuse();  // before any thread that allocates starts
+  UseHugePagesForLargeCpuTensors();
   // Every model computation runs on this one thread, loading and warm-up
   // included (compute_thread.h says why). Debian's LibTorch starts with one
   // intra-op thread; set the count explicitly, on that thread.
