@@ -95,7 +95,7 @@ class HeadChunkCache {
   void Reset(size_t chunks) {
     if (stamps_.size() < chunks) {
       stamps_.resize(chunks, 0);
-      data_.resize(static_cast<size_t>(chunks) * kHead32ChunkValues);
+      data_.resize(chunks * kHead32ChunkValues);
     }
     batch_head_ = -1;
   }

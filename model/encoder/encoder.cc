@@ -348,20 +348,25 @@ at::Tensor Encoder::AfterAttention(const at::Tensor& context, const at::Tensor& 
   const at::Tensor context_rows = context.reshape({-1, config_.hidden_size});
   const at::Tensor x_rows = x.reshape({-1, config_.hidden_size});
   const int64_t total = x_rows.size(0);
-  at::Tensor out = at::empty_like(x_rows);
+  // A single chunk's result is the layer's output: no buffer to write into
+  // (and a device's LayerNorm, which makes a new tensor, would copy into it).
+  const at::Tensor out = total > kChunkRows ? at::empty_like(x_rows) : at::Tensor();
   for (int64_t begin = 0; begin < total; begin += kChunkRows) {
     const int64_t count = std::min(kChunkRows, total - begin);
-    // The output product's rows become the attention half's result in place.
+    // On the CPU the output product's rows become the attention half's
+    // result in place.
     const at::Tensor projected = w.output(context_rows.narrow(0, begin, count));
-    const at::Tensor attended =
-        ResidualLayerNorm(projected, x_rows.narrow(0, begin, count), w.attention_norm_weight,
-                          w.attention_norm_bias, config_.layer_norm_eps, projected);
+    const at::Tensor attended = ResidualLayerNorm(
+        projected, x_rows.narrow(0, begin, count), w.attention_norm_weight, w.attention_norm_bias,
+        config_.layer_norm_eps, device_.is_cpu() ? projected : at::Tensor());
     const at::Tensor inner = fused_bias_gelu()
                                  ? BiasGeluBf16(w.intermediate(attended), w.intermediate.bias(),
                                                 config_.activation == Activation::kGeluNew)
                                  : w.intermediate(attended);
-    ResidualLayerNorm(w.ffn_output(inner), attended, w.output_norm_weight, w.output_norm_bias,
-                      config_.layer_norm_eps, out.narrow(0, begin, count));
+    const at::Tensor normed = ResidualLayerNorm(
+        w.ffn_output(inner), attended, w.output_norm_weight, w.output_norm_bias,
+        config_.layer_norm_eps, out.defined() ? out.narrow(0, begin, count) : at::Tensor());
+    if (!out.defined()) return normed.view(x.sizes());
   }
   return out.view(x.sizes());
 }
