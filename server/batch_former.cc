@@ -18,9 +18,7 @@ BatchDecision FormBatch(const std::vector<PendingRequest>& queue, BatchClock::ti
   BatchDecision decision;
   std::vector<size_t> live;
   for (size_t i = 0; i < queue.size(); ++i) {
-    // The deadline first: gRPC also cancels a call whose deadline passed,
-    // and the deadline is what the client should hear and the metrics count.
-    if (queue[i].deadline <= now) {
+    if (DeadlineMet(queue[i].deadline, queue[i].cancelled, now)) {
       decision.drop_expired.push_back(i);
     } else if (queue[i].cancelled) {
       decision.drop_cancelled.push_back(i);

@@ -38,6 +38,19 @@ struct PendingRequest {
   int64_t longest_sequence = 0;
 };
 
+// Whether a request that is `cancelled` (or not) has met its deadline at
+// `now`. The deadline wins: gRPC also cancels a call whose deadline passed,
+// and the deadline is what the client should hear and the metrics count.
+// The server's copy of a deadline starts when the request arrives, later
+// than the client's, so a client's own expiry cancels the call first; a
+// cancellation within kDeadlineCancelSlack of the deadline is that expiry.
+// (Seen as a flake under load: an abandoned request counted CANCELLED.)
+inline constexpr BatchClock::duration kDeadlineCancelSlack = std::chrono::milliseconds(250);
+inline bool DeadlineMet(BatchClock::time_point deadline, bool cancelled,
+                        BatchClock::time_point now) {
+  return now >= deadline || (cancelled && deadline - now <= kDeadlineCancelSlack);
+}
+
 struct BatchLimits {
   int max_batch_size = 16;  // requests per batch
   BatchClock::duration max_queue_delay = std::chrono::milliseconds(5);

@@ -65,11 +65,11 @@ struct EncodeJob {
   std::function<void(EncodeJob& job, absl::StatusOr<EncodeResult> result)> done;
 
   // Why nobody waits for this job any more at `now`, if so: its deadline
-  // passed, or its client left. The deadline is checked first: gRPC cancels
-  // a call whose deadline passed, and the deadline is the better reason.
+  // passed, or its client left (DeadlineMet says which wins).
   std::optional<DropReason> Abandoned(BatchClock::time_point now) const {
-    if (now >= pending.deadline) return DropReason::kDeadline;
-    if (is_cancelled && is_cancelled()) return DropReason::kCancelled;
+    const bool cancelled = is_cancelled && is_cancelled();
+    if (DeadlineMet(pending.deadline, cancelled, now)) return DropReason::kDeadline;
+    if (cancelled) return DropReason::kCancelled;
     return std::nullopt;
   }
 };

@@ -120,6 +120,24 @@ TEST_F(BatchFormerTest, ACancelledRequestPastItsDeadlineCountsAsExpired) {
   EXPECT_THAT(decision.drop_cancelled, ElementsAre(1));
 }
 
+// The client's copy of a deadline runs out before the server's (which
+// started when the request arrived), and its gRPC library then cancels the
+// call: a cancellation that close to the deadline is the deadline. Earlier,
+// the client left.
+TEST_F(BatchFormerTest, ACancellationJustBeforeTheDeadlineCountsAsExpired) {
+  std::vector<PendingRequest> queue = {Request(0), Request(0)};
+  queue[0].deadline = kStart + milliseconds(6) + kDeadlineCancelSlack / 2;
+  queue[0].cancelled = true;
+  queue[1].deadline = kStart + milliseconds(6) + 2 * kDeadlineCancelSlack;
+  queue[1].cancelled = true;
+  const BatchDecision decision = FormBatch(queue, kStart + milliseconds(6), limits_);
+  EXPECT_THAT(decision.drop_expired, ElementsAre(0));
+  EXPECT_THAT(decision.drop_cancelled, ElementsAre(1));
+  // Not cancelled, the same request is still live.
+  queue[0].cancelled = false;
+  EXPECT_THAT(FormBatch(queue, kStart + milliseconds(6), limits_).drop_expired, IsEmpty());
+}
+
 TEST_F(BatchFormerTest, DropsAreReportedEvenWhenTheRestWaits) {
   std::vector<PendingRequest> queue = {Request(0), Request(4)};
   queue[0].cancelled = true;
