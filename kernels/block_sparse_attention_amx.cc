@@ -363,48 +363,66 @@ constexpr int32_t kChunkKeys = 32;
 // which Exp2ForBf16_512 needs.
 constexpr float kPaddingExponent = -1000.0f;
 
-// exponents[i][·] = scale2·scores[i][·] − shift[i] over one chunk, the
-// padding keys' set to kPaddingExponent (only the last chunk has any);
-// returns the largest.
-template <bool kHasPadding>
-DOCSPARSE_AMX float ChunkExponents(const float* scores, const float* shift, __m512 scale2,
-                                   __mmask16 real0, __mmask16 real1, float* exponents) {
+// Row i's probabilities over one chunk, from its row `first_row` on:
+// 2^(scale2·scores[i][·] − shift[i]) as bf16 into `probs`, summed into
+// sums[i] (16 partial sums), the padding keys' 0 (only the last chunk has
+// any). With kCheck, stops before the first row with an exponent above
+// kLazyRescaleLog2, whose shift must rise first, and returns it; else
+// returns kTileRows. One pass: scores are read once and no exponent is
+// stored, since a raise is rare (a row's first chunk, a later one that
+// outgrows it by 2^30).
+template <bool kHasPadding, bool kCheck>
+DOCSPARSE_AMX int32_t ChunkProbabilities(const float* scores, const float* shift, __m512 scale2,
+                                         __mmask16 real0, __mmask16 real1, int32_t first_row,
+                                         float* sums, uint16_t* probs) {
   const __m512 padding = _mm512_set1_ps(kPaddingExponent);
-  __m512 top_a = padding, top_b = padding;
-  for (int32_t i = 0; i < kTileRows; ++i) {
+  const __m512 limit = _mm512_set1_ps(kLazyRescaleLog2);
+  for (int32_t i = first_row; i < kTileRows; ++i) {
     const __m512 row_shift = _mm512_set1_ps(shift[i]);
     const float* in = scores + i * kChunkKeys;
-    float* out = exponents + i * kChunkKeys;
     __m512 t0 = _mm512_fmsub_ps(_mm512_load_ps(in), scale2, row_shift);
     __m512 t1 = _mm512_fmsub_ps(_mm512_load_ps(in + 16), scale2, row_shift);
     if constexpr (kHasPadding) {
       t0 = _mm512_mask_mov_ps(padding, real0, t0);
       t1 = _mm512_mask_mov_ps(padding, real1, t1);
     }
-    _mm512_store_ps(out, t0);
-    _mm512_store_ps(out + 16, t1);
-    top_a = _mm512_max_ps(top_a, t0);
-    top_b = _mm512_max_ps(top_b, t1);
+    if constexpr (kCheck) {
+      if (_kortestz_mask16_u8(_mm512_cmp_ps_mask(t0, limit, _CMP_GT_OQ),
+                              _mm512_cmp_ps_mask(t1, limit, _CMP_GT_OQ)) == 0) {
+        return i;
+      }
+    }
+    const __m512 e0 = Exp2ForBf16_512(t0);
+    const __m512 e1 = Exp2ForBf16_512(t1);
+    float* row_sums = sums + i * 16;
+    _mm512_storeu_ps(row_sums, _mm512_add_ps(_mm512_loadu_ps(row_sums), _mm512_add_ps(e0, e1)));
+    _mm512_store_si512(probs + i * kChunkKeys,
+                       reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
   }
-  return _mm512_reduce_max_ps(_mm512_max_ps(top_a, top_b));
+  return kTileRows;
 }
 
-DOCSPARSE_AMX float ChunkExponents(const float* scores, const float* shift, __m512 scale2,
-                                   __mmask16 real0, __mmask16 real1, float* exponents) {
-  return real1 == 0xffff ? ChunkExponents<false>(scores, shift, scale2, real0, real1, exponents)
-                         : ChunkExponents<true>(scores, shift, scale2, real0, real1, exponents);
+template <bool kCheck>
+DOCSPARSE_AMX int32_t ChunkProbabilities(const float* scores, const float* shift, __m512 scale2,
+                                         __mmask16 real0, __mmask16 real1, int32_t first_row,
+                                         float* sums, uint16_t* probs) {
+  return real1 == 0xffff ? ChunkProbabilities<false, kCheck>(scores, shift, scale2, real0, real1,
+                                                             first_row, sums, probs)
+                         : ChunkProbabilities<true, kCheck>(scores, shift, scale2, real0, real1,
+                                                            first_row, sums, probs);
 }
 
-// Raises the shift of each row whose chunk would exceed 2^kLazyRescaleLog2
-// to the chunk's maximum, and rescales what the row accumulated (tiles 6
-// and 7, taken out and put back) and its sums to match.
+// Raises the shift of each row from `first_row` on whose chunk would exceed
+// 2^kLazyRescaleLog2 to the chunk's maximum, and rescales what the row
+// accumulated (tiles 6 and 7, taken out and put back) and its sums to match.
+// The rows before first_row already weighed this chunk with their shifts.
 DOCSPARSE_AMX void RaiseShifts(const float* scores, __m512 scale2, __mmask16 real0, __mmask16 real1,
-                               float* shift, float* sums, float* acc) {
+                               int32_t first_row, float* shift, float* sums, float* acc) {
   constexpr int64_t kAccStride = kChunkKeys * sizeof(float);
   _tile_stored(6, acc, kAccStride);
   _tile_stored(7, acc + 16, kAccStride);
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int32_t i = 0; i < kTileRows; ++i) {
+  for (int32_t i = first_row; i < kTileRows; ++i) {
     const float* in = scores + i * kChunkKeys;
     const __m512 top = _mm512_max_ps(
         _mm512_mask_mov_ps(lowest, real0, _mm512_mul_ps(_mm512_load_ps(in), scale2)),
@@ -438,7 +456,6 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, bool 
   float* shift = s.row_shift.data() + row0;
   float* sums = s.row_sums16.data() + row0 * 16;
   alignas(64) float scores[2][kChunkValues];
-  alignas(64) float exponents[kChunkValues];
   alignas(64) uint16_t probs[2][kChunkValues];
   const PackedChunk* chunk = s.chunks.data();
   const auto compute_scores = [chunk](int32_t c, float* out) DOCSPARSE_AMX {
@@ -476,21 +493,17 @@ DOCSPARSE_AMX void AttendRowTileHead32(Scratch& s, float scale, int32_t r, bool 
     if (c + 1 < chunks) compute_scores(c + 1, scores[(c + 1) & 1]);
     const float* chunk_scores = scores[c & 1];
     const __mmask16 real0 = RealLanes(0, chunk[c].real), real1 = RealLanes(16, chunk[c].real);
-    if (ChunkExponents(chunk_scores, shift, scale2, real0, real1, exponents) > kLazyRescaleLog2) {
-      // The owed chunk was weighed with the old shifts: add it first.
+    uint16_t* chunk_probs = probs[c & 1];
+    const int32_t raise_from = ChunkProbabilities</*kCheck=*/true>(
+        chunk_scores, shift, scale2, real0, real1, 0, sums, chunk_probs);
+    if (raise_from < kTileRows) {
+      // The owed chunk was weighed with the old shifts: add it first. The
+      // rows before raise_from keep theirs.
       if (pending >= 0) accumulate(pending, probs[pending & 1]);
       pending = -1;
-      RaiseShifts(chunk_scores, scale2, real0, real1, shift, sums, acc);
-      ChunkExponents(chunk_scores, shift, scale2, real0, real1, exponents);
-    }
-    uint16_t* chunk_probs = probs[c & 1];
-    for (int32_t i = 0; i < kTileRows; ++i) {
-      const __m512 e0 = Exp2ForBf16_512(_mm512_load_ps(exponents + i * kChunkKeys));
-      const __m512 e1 = Exp2ForBf16_512(_mm512_load_ps(exponents + i * kChunkKeys + 16));
-      float* row_sums = sums + i * 16;
-      _mm512_storeu_ps(row_sums, _mm512_add_ps(_mm512_loadu_ps(row_sums), _mm512_add_ps(e0, e1)));
-      _mm512_store_si512(chunk_probs + i * kChunkKeys,
-                         reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
+      RaiseShifts(chunk_scores, scale2, real0, real1, raise_from, shift, sums, acc);
+      ChunkProbabilities</*kCheck=*/false>(chunk_scores, shift, scale2, real0, real1, raise_from,
+                                           sums, chunk_probs);
     }
     if (pending >= 0) accumulate(pending, probs[pending & 1]);
     pending = c;
