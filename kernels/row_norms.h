@@ -12,6 +12,16 @@ namespace docsparse {
 // else scalar (8 partial sums); the two may differ in the last bit.
 void Bf16RowNorms(const uint16_t* rows, int64_t count, int64_t stride, int64_t d, float* out);
 
+// Every head's norms over `tokens` tokens, head-major: out[h·tokens + t] =
+// ‖rows[t·token_stride + h·head_stride, + d)‖ (bf16 bits), bit for bit what
+// Bf16RowNorms gives each row. On AVX-512 with d a multiple of 16, 16
+// tokens' sums are reduced together (the same additions, in the same
+// order, as one row's) and their square roots taken in one instruction:
+// row by row, the reduction and square root of each 64-byte row were most
+// of the work.
+void Bf16HeadNorms(const uint16_t* rows, int64_t tokens, int64_t token_stride, int64_t heads,
+                   int64_t head_stride, int64_t d, float* out);
+
 // The same over fp32 rows (scalar, 8 partial sums).
 void FloatRowNorms(const float* rows, int64_t count, int64_t stride, int64_t d, float* out);
 

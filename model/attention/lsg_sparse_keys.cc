@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/largest_in_order.h"
 #include "kernels/row_norms.h"
 
 namespace docsparse {
@@ -44,6 +45,17 @@ LsgDerivedKeys Gather(const at::Tensor& idx, const at::Tensor& keys, const at::T
           ToValid(attendable.index_select(0, idx.reshape(-1)).view_as(idx))};
 }
 
+// d values from `from` to `to`; a head of 32 bf16 values (64 bytes) with a
+// copy of known size, which the compiler inlines.
+template <typename T>
+void CopyRow(T* to, const T* from, int64_t d) {
+  if (d * sizeof(T) == 64) {
+    std::memcpy(to, from, 64);
+  } else {
+    std::memcpy(to, from, d * sizeof(T));
+  }
+}
+
 // norm: per head and chunk of `chunk` tokens, the `per_chunk` tokens of
 // largest key norm (tokens not attendable count as 0), in ascending order of
 // norm as the reference's argsort leaves them (ties by position). Written
@@ -65,45 +77,37 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
   const T* v = values.data_ptr<T>();
   T* out_k = out.keys.data_ptr<T>();
   T* out_v = out.values.data_ptr<T>();
-  // Chunk by chunk, token by token: a token's keys for every head lie
-  // together in the projection's output, so the norms read it in order
-  // (head by head, strided over tokens, they waited on memory).
   at::parallel_for(0, t / chunk, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<float> norms(static_cast<size_t>(chunk * heads));  // [chunk, heads]
-    std::vector<uint64_t> order(static_cast<size_t>(chunk));
+    std::vector<float> norms(static_cast<size_t>(heads * chunk));  // [heads, chunk]
+    std::vector<int32_t> kept(static_cast<size_t>(per_chunk));
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
-      for (int64_t j = 0; j < chunk; ++j) {
-        const int64_t token = c * chunk + j;
-        float* token_norms = norms.data() + j * heads;
-        if (!attendable[token]) {
-          std::fill(token_norms, token_norms + heads, 0.0f);
-        } else if constexpr (std::is_same_v<T, at::BFloat16>) {
-          Bf16RowNorms(reinterpret_cast<const uint16_t*>(k + token * keys.stride(1)), heads,
-                       keys.stride(0), d, token_norms);
-        } else {
-          FloatRowNorms(k + token * keys.stride(1), heads, keys.stride(0), d, token_norms);
+      const int64_t first = c * chunk;
+      if constexpr (std::is_same_v<T, at::BFloat16>) {
+        // A token's keys for every head lie together in the projection's
+        // output: read token by token, in order (head by head, strided over
+        // tokens, they waited on memory).
+        Bf16HeadNorms(reinterpret_cast<const uint16_t*>(k + first * keys.stride(1)), chunk,
+                      keys.stride(1), heads, keys.stride(0), d, norms.data());
+      } else {
+        for (int64_t h = 0; h < heads; ++h) {
+          FloatRowNorms(k + h * keys.stride(0) + first * keys.stride(1), chunk, keys.stride(1), d,
+                        norms.data() + h * chunk);
         }
       }
+      for (int64_t j = 0; j < chunk; ++j) {
+        if (attendable[first + j]) continue;
+        for (int64_t h = 0; h < heads; ++h) norms[h * chunk + j] = 0.0f;
+      }
       for (int64_t h = 0; h < heads; ++h) {
-        // (norm, position) as one integer: norms are >= 0, so their bits
-        // order as they do, and the position breaks ties. Sorting these
-        // instead of indices with a comparator reading strided norms took
-        // the derivation of a 4,096-token layer from 1.8 to 1.3 ms.
-        for (int64_t j = 0; j < chunk; ++j) {
-          uint32_t bits;
-          std::memcpy(&bits, &norms[j * heads + h], sizeof(bits));
-          order[j] = static_cast<uint64_t>(bits) << 32 | static_cast<uint64_t>(j);
-        }
-        const auto kept = order.begin() + (chunk - per_chunk);
-        std::nth_element(order.begin(), kept, order.end());
-        std::sort(kept, order.end());
+        // Norms are >= 0: their bits order as they do.
+        const auto* bits = reinterpret_cast<const uint32_t*>(norms.data() + h * chunk);
+        LargestInOrder(bits, static_cast<int32_t>(chunk), static_cast<int32_t>(per_chunk),
+                       kept.data());
         for (int64_t i = 0; i < per_chunk; ++i) {
-          const int64_t token = c * chunk + static_cast<int64_t>(kept[i] & 0xFFFFFFFFu);
+          const int64_t token = first + kept[i];
           const int64_t slot = h * derived + c * per_chunk + i;
-          std::memcpy(out_k + slot * d, k + h * keys.stride(0) + token * keys.stride(1),
-                      d * sizeof(T));
-          std::memcpy(out_v + slot * d, v + h * values.stride(0) + token * values.stride(1),
-                      d * sizeof(T));
+          CopyRow(out_k + slot * d, k + h * keys.stride(0) + token * keys.stride(1), d);
+          CopyRow(out_v + slot * d, v + h * values.stride(0) + token * values.stride(1), d);
           out.valid[slot] = attendable[token];
         }
       }
