@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -82,12 +83,20 @@ const TailTable& TailTableFor(bool tanh_form) {
   return tanh_form ? tanh_table : erf_table;
 }
 
-// Rows [row_begin, row_end) with the bias in fp32 (`bias`). With native
-// bf16 conversion (AVX512-BF16), one instruction rounds the results; else
-// StoreBf16x16's integer rounding.
-template <bool kNativeBf16>
-DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluParams& p, const float* bias, int64_t row_begin,
-                                      int64_t row_end) {
+inline __attribute__((target("avx512f,avx512bw,avx512vl"))) __m512 LoadRow16(const uint16_t* x,
+                                                                             __mmask16 mask) {
+  return LoadBf16x16(x, mask);
+}
+inline __attribute__((target("avx512f"))) __m512 LoadRow16(const float* x, __mmask16 mask) {
+  return _mm512_maskz_loadu_ps(mask, x);
+}
+
+// Rows [row_begin, row_end) with the bias in fp32 (`bias`). bf16 results are
+// rounded by one instruction with native bf16 conversion (AVX512-BF16), else
+// by StoreBf16x16's integer rounding.
+template <typename Element, bool kNativeBf16>
+DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluRowsParams<Element>& p, const float* bias,
+                                      int64_t row_begin, int64_t row_end) {
   const TailTable& table = TailTableFor(p.tanh_form);
   __m512 lo[4], hi[4];  // the coefficients of intervals 0-15 and 16-31
   for (int k = 0; k < 4; ++k) {
@@ -98,11 +107,10 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluParams& p, const float* bias
   const __m512 per_unit = _mm512_set1_ps(kIntervalsPerUnit);
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t row = row_begin; row < row_end; ++row) {
-    uint16_t* x = p.x + row * p.width;
+    Element* x = p.x + row * p.width;
     for (int64_t c = 0; c < p.width; c += 16) {
       const __mmask16 mask = FirstLanes(p.width - c);
-      const __m512 v =
-          _mm512_add_ps(LoadBf16x16(x + c, mask), _mm512_maskz_loadu_ps(mask, bias + c));
+      const __m512 v = _mm512_add_ps(LoadRow16(x + c, mask), _mm512_maskz_loadu_ps(mask, bias + c));
       const __m512 scaled = _mm512_mul_ps(_mm512_min_ps(_mm512_abs_ps(v), last_a), per_unit);
       const __m512i interval = _mm512_cvttps_epi32(scaled);
       const __m512 t = _mm512_reduce_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
@@ -113,7 +121,9 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluParams& p, const float* bias
       const __mmask16 negative = _mm512_movepi32_mask(_mm512_castps_si512(v));
       const __m512 gelu =
           _mm512_mul_ps(v, _mm512_mask_blend_ps(negative, _mm512_sub_ps(one, q), q));
-      if constexpr (kNativeBf16) {
+      if constexpr (std::is_same_v<Element, float>) {
+        _mm512_mask_storeu_ps(x + c, mask, gelu);
+      } else if constexpr (kNativeBf16) {
         _mm256_mask_storeu_epi16(x + c, mask, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(gelu)));
       } else {
         StoreBf16x16(x + c, gelu, mask);
@@ -122,35 +132,57 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluParams& p, const float* bias
   }
 }
 
-void RowPortable(const BiasGeluParams& p, int64_t row) {
-  uint16_t* x = p.x + row * p.width;
-  for (int64_t c = 0; c < p.width; ++c) {
-    const float v = Bf16ToFloat(x[c]) + Bf16ToFloat(p.bias[c]);
-    const float inner = p.tanh_form ? std::tanh(0.7978845608f * (v + 0.044715f * v * v * v))
-                                    : std::erf(v * 0.70710678118f);
-    x[c] = FloatToBf16(0.5f * v * (1.0f + inner));
+inline float ToFloat(uint16_t bf16) { return Bf16ToFloat(bf16); }
+inline float ToFloat(float value) { return value; }
+inline void Store(uint16_t* to, float value) { *to = FloatToBf16(value); }
+inline void Store(float* to, float value) { *to = value; }
+
+template <typename Element>
+void RowsPortable(const BiasGeluRowsParams<Element>& p, int64_t row_begin, int64_t row_end) {
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    Element* x = p.x + row * p.width;
+    for (int64_t c = 0; c < p.width; ++c) {
+      const float v = ToFloat(x[c]) + ToFloat(p.bias[c]);
+      const float inner = p.tanh_form ? std::tanh(0.7978845608f * (v + 0.044715f * v * v * v))
+                                      : std::erf(v * 0.70710678118f);
+      Store(x + c, 0.5f * v * (1.0f + inner));
+    }
+  }
+}
+
+template <typename Element>
+void RowsDispatched(const BiasGeluRowsParams<Element>& params, int64_t row_begin, int64_t row_end) {
+  static const CpuFeatures cpu = HostCpuFeatures();
+  if (!cpu.avx512bw_vl || !cpu.avx512dq) {
+    RowsPortable(params, row_begin, row_end);
+    return;
+  }
+  std::vector<float> bias(static_cast<size_t>(params.width));
+  for (int64_t c = 0; c < params.width; ++c) bias[c] = ToFloat(params.bias[c]);
+  if (cpu.avx512_bf16) {
+    RowsAvx512<Element, true>(params, bias.data(), row_begin, row_end);
+  } else {
+    RowsAvx512<Element, false>(params, bias.data(), row_begin, row_end);
   }
 }
 
 }  // namespace
 
-void BiasGeluBf16RowsPortable(const BiasGeluParams& params, int64_t row_begin, int64_t row_end) {
-  for (int64_t row = row_begin; row < row_end; ++row) RowPortable(params, row);
+void BiasGeluBf16Rows(const BiasGeluParams& params, int64_t row_begin, int64_t row_end) {
+  RowsDispatched(params, row_begin, row_end);
 }
 
-void BiasGeluBf16Rows(const BiasGeluParams& params, int64_t row_begin, int64_t row_end) {
-  static const CpuFeatures cpu = HostCpuFeatures();
-  if (!cpu.avx512bw_vl || !cpu.avx512dq) {
-    BiasGeluBf16RowsPortable(params, row_begin, row_end);
-    return;
-  }
-  std::vector<float> bias(static_cast<size_t>(params.width));
-  for (int64_t c = 0; c < params.width; ++c) bias[c] = Bf16ToFloat(params.bias[c]);
-  if (cpu.avx512_bf16) {
-    RowsAvx512<true>(params, bias.data(), row_begin, row_end);
-  } else {
-    RowsAvx512<false>(params, bias.data(), row_begin, row_end);
-  }
+void BiasGeluFp32Rows(const BiasGeluFp32Params& params, int64_t row_begin, int64_t row_end) {
+  RowsDispatched(params, row_begin, row_end);
+}
+
+void BiasGeluBf16RowsPortable(const BiasGeluParams& params, int64_t row_begin, int64_t row_end) {
+  RowsPortable(params, row_begin, row_end);
+}
+
+void BiasGeluFp32RowsPortable(const BiasGeluFp32Params& params, int64_t row_begin,
+                              int64_t row_end) {
+  RowsPortable(params, row_begin, row_end);
 }
 
 }  // namespace docsparse

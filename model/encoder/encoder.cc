@@ -360,8 +360,8 @@ at::Tensor Encoder::AfterAttention(const at::Tensor& context, const at::Tensor& 
         projected, x_rows.narrow(0, begin, count), w.attention_norm_weight, w.attention_norm_bias,
         config_.layer_norm_eps, device_.is_cpu() ? projected : at::Tensor());
     const at::Tensor inner = fused_bias_gelu()
-                                 ? BiasGeluBf16(w.intermediate(attended), w.intermediate.bias(),
-                                                config_.activation == Activation::kGeluNew)
+                                 ? BiasGelu(w.intermediate(attended), w.intermediate.bias(),
+                                            config_.activation == Activation::kGeluNew)
                                  : w.intermediate(attended);
     const at::Tensor normed = ResidualLayerNorm(
         w.ffn_output(inner), attended, w.output_norm_weight, w.output_norm_bias,

@@ -187,13 +187,12 @@ class Encoder {
                              std::vector<ItemAttentionCost>* item_costs) const;
   // LayerNorm over the hidden size with a layer's parameters, in x's type.
   at::Tensor Norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
-  // bf16 or int8 products on the CPU with bf16 activations and a GELU: the
-  // feed-forward's first bias and the GELU run as one pass after the product
-  // (kernels/bias_gelu.h), which took a 16k-token minilm-lsg layer's GELU
-  // from 6.5 ms (oneDNN's erf inside the bf16 product) to ~5.
+  // On the CPU a GELU and the feed-forward's first bias run as one pass after
+  // the product (kernels/bias_gelu.h), bf16 or fp32: oneDNN's erf inside the
+  // product cost twice as much (6.5 of a 16k-token minilm-lsg bf16 layer's
+  // ~80 ms; ~2.5 of a 512-token fp32 forward's 54).
   bool fused_bias_gelu() const {
-    return device_.is_cpu() && (precision_ == Precision::kInt8 || precision_ == Precision::kBf16) &&
-           activations_ == at::kBFloat16 && config_.activation != Activation::kRelu &&
+    return device_.is_cpu() && config_.activation != Activation::kRelu &&
            !config_.modernbert.has_value();
   }
 
