@@ -79,19 +79,21 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
   T* out_v = out.values.data_ptr<T>();
   at::parallel_for(0, t / chunk, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
     std::vector<float> norms(static_cast<size_t>(heads * chunk));  // [heads, chunk]
+    std::vector<float> token_norms(static_cast<size_t>(heads));
     std::vector<int32_t> kept(static_cast<size_t>(per_chunk));
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
       const int64_t first = c * chunk;
       if constexpr (std::is_same_v<T, at::BFloat16>) {
         // A token's keys for every head lie together in the projection's
-        // output: read token by token, in order (head by head, strided over
-        // tokens, they waited on memory).
+        // output: read 16 tokens at a time, all their heads (head by head
+        // over the whole chunk, strided over tokens, they waited on memory).
         Bf16HeadNorms(reinterpret_cast<const uint16_t*>(k + first * keys.stride(1)), chunk,
                       keys.stride(1), heads, keys.stride(0), d, norms.data());
-      } else {
-        for (int64_t h = 0; h < heads; ++h) {
-          FloatRowNorms(k + h * keys.stride(0) + first * keys.stride(1), chunk, keys.stride(1), d,
-                        norms.data() + h * chunk);
+      } else {  // token by token, in order
+        for (int64_t j = 0; j < chunk; ++j) {
+          FloatRowNorms(k + (first + j) * keys.stride(1), heads, keys.stride(0), d,
+                        token_norms.data());
+          for (int64_t h = 0; h < heads; ++h) norms[h * chunk + j] = token_norms[h];
         }
       }
       for (int64_t j = 0; j < chunk; ++j) {
