@@ -363,7 +363,7 @@ constexpr int32_t kChunkKeys = 32;
 // which Exp2ForBf16_512 needs.
 constexpr float kPaddingExponent = -1000.0f;
 
-// Row i's probabilities over one chunk, from its row `first_row` on:
+// Each row's probabilities over one chunk, from row `first_row` on:
 // 2^(scale2·scores[i][·] − shift[i]) as bf16 into `probs`, summed into
 // sums[i] (16 partial sums), the padding keys' 0 (only the last chunk has
 // any). With kCheck, stops before the first row with an exponent above
