@@ -150,8 +150,31 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
   }
-  const float* keys = p.k + k_layout.Start(batch_head, p.heads);
-  const float* values = p.v + v_layout.Start(batch_head, p.heads);
+  // The rows of key `key` and how far (exclusive) its buffer goes on.
+  struct TileRows {
+    const float* k;
+    int64_t k_stride;
+    const float* v;
+    int64_t v_stride;
+    int32_t end;
+  };
+  const auto rows_at = [&](int32_t key) -> TileRows {
+    if (p.num_key_segments == 0) {
+      return {p.k + k_layout.Start(batch_head, p.heads) + key * k_layout.row_stride,
+              k_layout.row_stride,
+              p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
+              v_layout.row_stride, p.k_len};
+    }
+    int32_t i = 0;
+    while (i + 1 < p.num_key_segments && key >= p.key_segments[i + 1].begin) ++i;
+    const Fp32KeySegment& segment = p.key_segments[i];
+    const RowLayout seg_k = segment.k_layout.Resolve(p.heads, segment.count, d);
+    const RowLayout seg_v = segment.v_layout.Resolve(p.heads, segment.count, d);
+    const int32_t row = key - segment.begin;
+    return {segment.k + seg_k.Start(batch_head, p.heads) + row * seg_k.row_stride, seg_k.row_stride,
+            segment.v + seg_v.Start(batch_head, p.heads) + row * seg_v.row_stride, seg_v.row_stride,
+            segment.begin + segment.count};
+  };
 
   for (int32_t span = 0; span < num_spans; ++span) {
     const KeySlide slide = slides != nullptr ? slides[span] : KeySlide{0, 0};
@@ -159,10 +182,13 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
     // others masked tile by tile.
     int32_t begin = 0, end = 0;
     SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
-    for (int32_t tile = begin; tile < end; tile += kKeyTile) {
-      const int32_t tile_keys = std::min(kKeyTile, end - tile);
-      const float* tile_k = keys + tile * k_layout.row_stride;
-      const float* tile_v = values + tile * v_layout.row_stride;
+    for (int32_t tile = begin, tile_keys = 0; tile < end; tile += tile_keys) {
+      // A tile stays within one buffer.
+      const TileRows tile_rows = rows_at(tile);
+      tile_keys = std::min({kKeyTile, end - tile, tile_rows.end - tile});
+      if (tile_keys <= 0) break;  // keys outside every segment (not allowed): not read
+      const float* tile_k = tile_rows.k;
+      const float* tile_v = tile_rows.v;
       Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
                     s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
                     kKeyTile};
@@ -171,17 +197,17 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
       view.first_query = first;
       view.tile_begin = tile;
       if (path == TilePath::kAvx512) {
-        view.TransposeKeysAvx512(tile_k, k_layout.row_stride, tile_keys);
+        view.TransposeKeysAvx512(tile_k, tile_rows.k_stride, tile_keys);
       } else if (simd) {
-        view.TransposeKeys(tile_k, k_layout.row_stride, tile_keys);
+        view.TransposeKeys(tile_k, tile_rows.k_stride, tile_keys);
       }
       if (path == TilePath::kAvx512) {
-        view.RunAvx512(tile_v, v_layout.row_stride, tile_keys);
+        view.RunAvx512(tile_v, tile_rows.v_stride, tile_keys);
       } else if (path == TilePath::kAvx2) {
-        view.RunAvx2(tile_v, v_layout.row_stride, tile_keys);
+        view.RunAvx2(tile_v, tile_rows.v_stride, tile_keys);
       } else {
-        TilePortable(s, rows, tile_k, k_layout.row_stride, tile_v, v_layout.row_stride, tile_keys,
-                     d, view);
+        TilePortable(s, rows, tile_k, tile_rows.k_stride, tile_v, tile_rows.v_stride, tile_keys, d,
+                     view);
       }
     }
   }

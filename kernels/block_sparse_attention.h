@@ -24,10 +24,21 @@ namespace docsparse {
 // force a path (kAvx2 falls back to portable without AVX2); tests compare them.
 enum class KernelIsa { kAuto, kAvx2, kPortable };
 
+// Keys [begin, begin + count) of the key sequence and their values, read
+// where they lie (LSG's global, derived and token keys are three buffers),
+// laid out as [batch, heads, count, head_dim] per the layouts.
+struct Fp32KeySegment {
+  int32_t begin = 0;
+  int32_t count = 0;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  RowLayout k_layout = {}, v_layout = {};
+};
+
 struct AttentionParams {
   const float* q;  // [batch, heads, q_len, head_dim], laid out as q_layout says
-  const float* k;  // [batch, heads, k_len, head_dim]
-  const float* v;  // [batch, heads, k_len, head_dim]
+  const float* k;  // [batch, heads, k_len, head_dim]; ignored with key segments
+  const float* v;  // [batch, heads, k_len, head_dim]; ignored with key segments
   float* out;      // [batch, heads, q_len, head_dim]
   int32_t batch;
   int32_t heads;
@@ -37,6 +48,10 @@ struct AttentionParams {
   float scale;  // usually 1 / sqrt(head_dim)
   KernelIsa isa = KernelIsa::kAuto;
   RowLayout q_layout = {}, k_layout = {}, v_layout = {}, out_layout = {};  // default: contiguous
+  // With segments (ascending, disjoint), keys come from them instead of k
+  // and v: every key a span reaches must lie in one.
+  const Fp32KeySegment* key_segments = nullptr;
+  int32_t num_key_segments = 0;
 };
 
 // Hands the plan's work items, one per (item·head, query block), to up to

@@ -11,23 +11,6 @@
 
 namespace docsparse {
 
-// Rows [begin, begin + count) of a row sequence, the same for every
-// (item · head): read from `base` as `layout` says (in elements, resolved).
-struct RowPiece {
-  int32_t begin = 0;
-  int32_t count = 0;
-  const void* base = nullptr;
-  RowLayout layout = {};
-};
-
-// Copies `pieces` (ascending, disjoint) into `out`, [batch_heads, k_len,
-// row_elements] elements of `element_bytes` each, contiguous, with zeros
-// between and after them; `heads` per item, for the layouts. A row at a time,
-// in parallel over (item · head) on the caller's OpenMP team.
-void AssembleRowPieces(const RowPiece* pieces, int32_t num_pieces, int64_t batch_heads,
-                       int32_t heads, int32_t k_len, int64_t row_elements, int64_t element_bytes,
-                       void* out);
-
 // Keys and values [batch, heads, k_len, head_dim], contiguous, assembled
 // from a params' segments (zeros between them), and the params reading them.
 struct AssembledKeys {

@@ -16,34 +16,18 @@ const uint16_t* Bf16Bits(const at::Tensor& tensor) {
   return reinterpret_cast<const uint16_t*>(tensor.data_ptr<at::BFloat16>());
 }
 
-// The pieces as one [heads, k_len, d] sequence, zeros between them. On the
-// CPU row by row (kernels/key_segments), in parallel over heads; no faster
-// than LibTorch's cat of these strided views (both wait on memory), which is
-// why the bf16 executors read the pieces in place instead.
+// The pieces as one [heads, k_len, d] sequence on their device, zeros
+// between them, for the device executor. On the CPU every executor reads the
+// pieces where they lie instead (key segments).
 at::Tensor AssemblePieces(const std::vector<KeyPiece>& pieces, int32_t k_len, bool values) {
   const auto rows = [values](const KeyPiece& piece) -> const at::Tensor& {
     return values ? piece.v : piece.k;
   };
   const at::Tensor& first = rows(pieces.front());
-  const int64_t heads = first.size(0);
-  const int64_t d = first.size(2);
-  if (!first.is_cpu()) {
-    at::Tensor out = at::zeros({heads, k_len, d}, first.options());
-    for (const KeyPiece& piece : pieces) {
-      out.narrow(1, piece.begin, rows(piece).size(1)).copy_(rows(piece));
-    }
-    return out;
-  }
-  std::vector<RowPiece> row_pieces;
+  at::Tensor out = at::zeros({first.size(0), k_len, first.size(2)}, first.options());
   for (const KeyPiece& piece : pieces) {
-    const at::Tensor& t = rows(piece);
-    TORCH_CHECK(t.scalar_type() == first.scalar_type(), "key pieces: one type");
-    row_pieces.push_back(
-        {piece.begin, static_cast<int32_t>(t.size(1)), t.data_ptr(), LayoutOf3d(t)});
+    out.narrow(1, piece.begin, rows(piece).size(1)).copy_(rows(piece));
   }
-  at::Tensor out = at::empty({heads, k_len, d}, first.options());
-  AssembleRowPieces(row_pieces.data(), static_cast<int32_t>(row_pieces.size()), heads,
-                    static_cast<int32_t>(heads), k_len, d, first.element_size(), out.data_ptr());
   return out;
 }
 
@@ -122,9 +106,42 @@ void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tens
 void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces, int32_t k_len,
                         const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
                         at::Tensor out) {
-  if (bf16 == nullptr || q.is_cuda()) {
+  if (q.is_cuda()) {
     RunBlockSparseItem(q, AssemblePieces(pieces, k_len, false), AssemblePieces(pieces, k_len, true),
                        plan, bf16, threads, out);
+    return;
+  }
+  if (bf16 == nullptr) {  // fp32: the pieces read where they lie, as the bf16 executors do
+    const at::Tensor q32 = q.to(at::kFloat);
+    std::vector<at::Tensor> keep;  // the fp32 pieces, alive until the executor returns
+    std::vector<Fp32KeySegment> segments;
+    for (const KeyPiece& piece : pieces) {
+      keep.push_back(piece.k.to(at::kFloat));
+      keep.push_back(piece.v.to(at::kFloat));
+      const at::Tensor& k32 = keep[keep.size() - 2];
+      const at::Tensor& v32 = keep.back();
+      segments.push_back({piece.begin, static_cast<int32_t>(k32.size(1)), k32.data_ptr<float>(),
+                          v32.data_ptr<float>(), LayoutOf3d(k32), LayoutOf3d(v32)});
+    }
+    const int32_t d = static_cast<int32_t>(q.size(2));
+    AttentionParams params{q32.data_ptr<float>(),
+                           nullptr,
+                           nullptr,
+                           out.data_ptr<float>(),
+                           1,
+                           static_cast<int32_t>(q.size(0)),
+                           static_cast<int32_t>(q.size(1)),
+                           k_len,
+                           d,
+                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
+                           KernelIsa::kAuto,
+                           LayoutOf3d(q32),
+                           {},
+                           {},
+                           LayoutOf3d(out)};
+    params.key_segments = segments.data();
+    params.num_key_segments = static_cast<int32_t>(segments.size());
+    BlockSparseAttentionCpu(params, plan, threads);
     return;
   }
   const at::Tensor q16 = q.to(at::kBFloat16);

@@ -84,6 +84,79 @@ TEST(BlockSparseAttentionTest, Avx512KeyTransposeMatchesElementByElement) {
   }
 }
 
+// The fp32 executor reading keys from segments (LSG's global, derived and
+// token buffers, rows apart by more than head_dim, NaN between them where the
+// contiguous copy has keys no span reaches) gives the contiguous keys' bits,
+// on every tile path. Spans are random pieces of each segment, longer than
+// a key tile in the largest; one item's span runs across two adjacent
+// segments, which splits its tiles differently (held to the reference).
+TEST(BlockSparseAttentionTest, Fp32KeySegmentsGiveTheContiguousKeysBits) {
+  const int k_len = 1100;
+  struct Range {
+    int begin, count;
+  };
+  const Range ranges[] = {{0, 1}, {32, 300}, {332, 700}};  // the last two adjacent
+  Problem p = MakeProblem(1, 3, 90, k_len, 32, 30, /*dense=*/true, 19);
+  p.spans.clear();
+  p.offsets = {0};
+  std::mt19937 rng(7);
+  for (int item = 0; item < p.heads * p.blocks(); ++item) {
+    if (item == 1) {
+      p.spans.push_back({100, 600});  // across the second and third segments
+    } else {
+      for (const Range& r : ranges) {
+        const int begin = r.begin + static_cast<int>(rng() % 3 == 0 ? 0 : rng() % r.count);
+        const int end = rng() % 3 == 0
+                            ? r.begin + r.count
+                            : begin + 1 + static_cast<int>(rng() % (r.begin + r.count - begin));
+        p.spans.push_back({begin, end - begin});
+      }
+    }
+    p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+  }
+  const int d = p.head_dim, stride = d + 16;
+  std::vector<std::vector<float>> keys, values;
+  std::vector<Fp32KeySegment> segments;
+  for (const Range& r : ranges) {
+    std::vector<float> k(static_cast<size_t>(p.heads) * r.count * stride, std::nanf(""));
+    std::vector<float> v = k;
+    for (int h = 0; h < p.heads; ++h) {
+      for (int row = 0; row < r.count; ++row) {
+        const size_t from = (static_cast<size_t>(h) * k_len + r.begin + row) * d;
+        const size_t to = (static_cast<size_t>(h) * r.count + row) * stride;
+        std::copy_n(p.k.begin() + from, d, k.begin() + to);
+        std::copy_n(p.v.begin() + from, d, v.begin() + to);
+      }
+    }
+    keys.push_back(std::move(k));
+    values.push_back(std::move(v));
+    const RowLayout layout{int64_t{p.heads} * r.count * stride, int64_t{r.count} * stride, stride};
+    segments.push_back(
+        {r.begin, r.count, keys.back().data(), values.back().data(), layout, layout});
+  }
+  BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+  const std::vector<float> reference = Reference(p);
+  for (const KernelIsa isa : {KernelIsa::kAuto, KernelIsa::kAvx2, KernelIsa::kPortable}) {
+    const std::vector<float> contiguous = RunKernel(p, 2, isa);
+    std::vector<float> out(p.q.size(), -1.0f);
+    AttentionParams params{p.q.data(), nullptr, nullptr, out.data(), p.batch,
+                           p.heads,    p.q_len, p.k_len, d,          1.0f / std::sqrt(float(d)),
+                           isa};
+    params.key_segments = segments.data();
+    params.num_key_segments = static_cast<int32_t>(segments.size());
+    BlockSparseAttentionCpu(params, plan, 2);
+    const size_t item_floats = static_cast<size_t>(p.block_size) * d;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const bool across = i >= item_floats && i < 2 * item_floats;  // item 1: head 0, block 1
+      if (across) {
+        ASSERT_NEAR(out[i], reference[i], 1e-5) << "isa " << static_cast<int>(isa) << " at " << i;
+      } else {
+        ASSERT_EQ(out[i], contiguous[i]) << "isa " << static_cast<int>(isa) << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(BlockSparseAttentionTest, DenseSpanMatchesReference) {
   const Problem p = MakeProblem(2, 3, 37, 37, 16, 8, /*dense=*/true, 1);
   ExpectClose(RunKernel(p, 1), Reference(p));
