@@ -151,29 +151,13 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
     for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
   }
   // The rows of key `key` and how far (exclusive) its buffer goes on.
-  struct TileRows {
-    const float* k;
-    int64_t k_stride;
-    const float* v;
-    int64_t v_stride;
-    int32_t end;
-  };
-  const auto rows_at = [&](int32_t key) -> TileRows {
+  const auto rows_at = [&](int32_t key) -> SegmentRows<float> {
     if (p.num_key_segments == 0) {
       return {p.k + k_layout.Start(batch_head, p.heads) + key * k_layout.row_stride,
-              k_layout.row_stride,
               p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
-              v_layout.row_stride, p.k_len};
+              k_layout.row_stride, v_layout.row_stride, p.k_len};
     }
-    int32_t i = 0;
-    while (i + 1 < p.num_key_segments && key >= p.key_segments[i + 1].begin) ++i;
-    const Fp32KeySegment& segment = p.key_segments[i];
-    const RowLayout seg_k = segment.k_layout.Resolve(p.heads, segment.count, d);
-    const RowLayout seg_v = segment.v_layout.Resolve(p.heads, segment.count, d);
-    const int32_t row = key - segment.begin;
-    return {segment.k + seg_k.Start(batch_head, p.heads) + row * seg_k.row_stride, seg_k.row_stride,
-            segment.v + seg_v.Start(batch_head, p.heads) + row * seg_v.row_stride, seg_v.row_stride,
-            segment.begin + segment.count};
+    return FindSegmentRows(p.key_segments, p.num_key_segments, p.heads, d, batch_head, key);
   };
 
   for (int32_t span = 0; span < num_spans; ++span) {
@@ -184,7 +168,7 @@ void AttendBlock(const AttentionParams& p, TilePath path, int64_t batch_head, in
     SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
     for (int32_t tile = begin, tile_keys = 0; tile < end; tile += tile_keys) {
       // A tile stays within one buffer.
-      const TileRows tile_rows = rows_at(tile);
+      const SegmentRows<float> tile_rows = rows_at(tile);
       tile_keys = std::min({kKeyTile, end - tile, tile_rows.end - tile});
       if (tile_keys <= 0) break;  // keys outside every segment (not allowed): not read
       const float* tile_k = tile_rows.k;

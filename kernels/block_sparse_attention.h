@@ -24,16 +24,8 @@ namespace docsparse {
 // force a path (kAvx2 falls back to portable without AVX2); tests compare them.
 enum class KernelIsa { kAuto, kAvx2, kPortable };
 
-// Keys [begin, begin + count) of the key sequence and their values, read
-// where they lie (LSG's global, derived and token keys are three buffers),
-// laid out as [batch, heads, count, head_dim] per the layouts.
-struct Fp32KeySegment {
-  int32_t begin = 0;
-  int32_t count = 0;
-  const float* k = nullptr;
-  const float* v = nullptr;
-  RowLayout k_layout = {}, v_layout = {};
-};
+// Key segments of fp32 values (block_sparse_plan.h).
+using Fp32KeySegment = KeySegmentOf<float>;
 
 struct AttentionParams {
   const float* q;  // [batch, heads, q_len, head_dim], laid out as q_layout says

@@ -17,16 +17,8 @@
 
 namespace docsparse {
 
-// Keys [begin, begin + count) of the key sequence, read from bases of their
-// own: [batch, heads, count, head_dim] bf16 bits laid out as the layouts say
-// (contiguous where all zero).
-struct KeySegment {
-  int32_t begin = 0;
-  int32_t count = 0;
-  const uint16_t* k = nullptr;
-  const uint16_t* v = nullptr;
-  RowLayout k_layout = {}, v_layout = {};
-};
+// Key segments of bf16 bits (block_sparse_plan.h).
+using KeySegment = KeySegmentOf<uint16_t>;
 
 struct Bf16AttentionParams {
   const uint16_t* q;  // [batch, heads, q_len, head_dim] bf16 bits, laid out as q_layout says

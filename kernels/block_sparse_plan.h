@@ -91,6 +91,45 @@ struct RowLayout {
   }
 };
 
+// Keys [begin, begin + count) of the key sequence and their values, read
+// where they lie (LSG's global, derived and token keys are three buffers):
+// [batch, heads, count, head_dim] elements (bf16 bits or fp32) laid out as
+// the layouts say (contiguous where all zero).
+template <typename Element>
+struct KeySegmentOf {
+  int32_t begin = 0;
+  int32_t count = 0;
+  const Element* k = nullptr;
+  const Element* v = nullptr;
+  RowLayout k_layout = {}, v_layout = {};
+};
+
+// The key and value rows of key `key` of (item · heads + head) `batch_head`
+// in `segments` (ascending, disjoint; the key must lie in one), the strides
+// to the next key's rows, and where (exclusive) the key's segment ends.
+template <typename Element>
+struct SegmentRows {
+  const Element* k;
+  const Element* v;
+  int64_t k_stride;
+  int64_t v_stride;
+  int32_t end;
+};
+template <typename Element>
+SegmentRows<Element> FindSegmentRows(const KeySegmentOf<Element>* segments, int32_t num_segments,
+                                     int32_t heads, int32_t head_dim, int64_t batch_head,
+                                     int32_t key) {
+  int32_t s = 0;
+  while (s + 1 < num_segments && key >= segments[s + 1].begin) ++s;
+  const KeySegmentOf<Element>& segment = segments[s];
+  const RowLayout k_layout = segment.k_layout.Resolve(heads, segment.count, head_dim);
+  const RowLayout v_layout = segment.v_layout.Resolve(heads, segment.count, head_dim);
+  const int32_t row = key - segment.begin;
+  return {segment.k + k_layout.Start(batch_head, heads) + row * k_layout.row_stride,
+          segment.v + v_layout.Start(batch_head, heads) + row * v_layout.row_stride,
+          k_layout.row_stride, v_layout.row_stride, segment.begin + segment.count};
+}
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_KERNELS_BLOCK_SPARSE_PLAN_H_

@@ -83,15 +83,9 @@ KeyRows FindKeyRows(const Bf16AttentionParams& p, int64_t batch_head, int32_t ke
             p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
             k_layout.row_stride, v_layout.row_stride};
   }
-  int32_t s = 0;
-  while (s + 1 < p.num_key_segments && key >= p.key_segments[s + 1].begin) ++s;
-  const KeySegment& segment = p.key_segments[s];
-  const RowLayout k_layout = segment.k_layout.Resolve(p.heads, segment.count, d);
-  const RowLayout v_layout = segment.v_layout.Resolve(p.heads, segment.count, d);
-  const int32_t row = key - segment.begin;
-  return {segment.k + k_layout.Start(batch_head, p.heads) + row * k_layout.row_stride,
-          segment.v + v_layout.Start(batch_head, p.heads) + row * v_layout.row_stride,
-          k_layout.row_stride, v_layout.row_stride};
+  const SegmentRows<uint16_t> rows =
+      FindSegmentRows(p.key_segments, p.num_key_segments, p.heads, d, batch_head, key);
+  return {rows.k, rows.v, rows.k_stride, rows.v_stride};
 }
 
 std::vector<uint8_t> ChunksWithinOneSegment(const Bf16AttentionParams& p, int32_t chunk_keys) {

@@ -31,6 +31,27 @@ at::Tensor AssemblePieces(const std::vector<KeyPiece>& pieces, int32_t k_len, bo
   return out;
 }
 
+// The pieces as key segments of `Element` (the kernels' type for `Storage`,
+// LibTorch's), converted where they are not in it; `keep` holds the
+// tensors the segments point into.
+template <typename Element, typename Storage>
+std::vector<KeySegmentOf<Element>> SegmentsOf(const std::vector<KeyPiece>& pieces,
+                                              std::vector<at::Tensor>* keep) {
+  const at::ScalarType type = c10::CppTypeToScalarType<Storage>::value;
+  std::vector<KeySegmentOf<Element>> segments;
+  for (const KeyPiece& piece : pieces) {
+    keep->push_back(piece.k.to(type));
+    keep->push_back(piece.v.to(type));
+    const at::Tensor& k = (*keep)[keep->size() - 2];
+    const at::Tensor& v = keep->back();
+    segments.push_back({piece.begin, static_cast<int32_t>(k.size(1)),
+                        reinterpret_cast<const Element*>(k.data_ptr<Storage>()),
+                        reinterpret_cast<const Element*>(v.data_ptr<Storage>()), LayoutOf3d(k),
+                        LayoutOf3d(v)});
+  }
+  return segments;
+}
+
 }  // namespace
 
 BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in) {
@@ -114,15 +135,7 @@ void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces
   if (bf16 == nullptr) {  // fp32: the pieces read where they lie, as the bf16 executors do
     const at::Tensor q32 = q.to(at::kFloat);
     std::vector<at::Tensor> keep;  // the fp32 pieces, alive until the executor returns
-    std::vector<Fp32KeySegment> segments;
-    for (const KeyPiece& piece : pieces) {
-      keep.push_back(piece.k.to(at::kFloat));
-      keep.push_back(piece.v.to(at::kFloat));
-      const at::Tensor& k32 = keep[keep.size() - 2];
-      const at::Tensor& v32 = keep.back();
-      segments.push_back({piece.begin, static_cast<int32_t>(k32.size(1)), k32.data_ptr<float>(),
-                          v32.data_ptr<float>(), LayoutOf3d(k32), LayoutOf3d(v32)});
-    }
+    const std::vector<Fp32KeySegment> segments = SegmentsOf<float, float>(pieces, &keep);
     const int32_t d = static_cast<int32_t>(q.size(2));
     AttentionParams params{q32.data_ptr<float>(),
                            nullptr,
@@ -146,15 +159,7 @@ void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces
   }
   const at::Tensor q16 = q.to(at::kBFloat16);
   std::vector<at::Tensor> keep;  // the bf16 pieces, alive until the executor returns
-  std::vector<KeySegment> segments;
-  for (const KeyPiece& piece : pieces) {
-    keep.push_back(piece.k.to(at::kBFloat16));
-    keep.push_back(piece.v.to(at::kBFloat16));
-    const at::Tensor& k16 = keep[keep.size() - 2];
-    const at::Tensor& v16 = keep.back();
-    segments.push_back({piece.begin, static_cast<int32_t>(k16.size(1)), Bf16Bits(k16),
-                        Bf16Bits(v16), LayoutOf3d(k16), LayoutOf3d(v16)});
-  }
+  const std::vector<KeySegment> segments = SegmentsOf<uint16_t, at::BFloat16>(pieces, &keep);
   const int32_t d = static_cast<int32_t>(q.size(2));
   Bf16AttentionParams params{Bf16Bits(q16),
                              nullptr,
