@@ -50,6 +50,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void StoreBf16x16(ui
   _mm256_mask_storeu_epi16(dst, mask, _mm512_cvtepi32_epi16(rounded));
 }
 
+// A kernel element as a float: bf16 bits (uint16_t) or a float.
+inline float ElementToFloat(uint16_t bf16) { return Bf16ToFloat(bf16); }
+inline float ElementToFloat(float value) { return value; }
+
 // The first `remaining` of 16 lanes (all 16 when 16 or more remain).
 inline __mmask16 FirstLanes(int64_t remaining) {
   return static_cast<__mmask16>(remaining >= 16 ? 0xFFFF

@@ -132,8 +132,6 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluRowsParams<Element>& p, cons
   }
 }
 
-inline float ToFloat(uint16_t bf16) { return Bf16ToFloat(bf16); }
-inline float ToFloat(float value) { return value; }
 inline void Store(uint16_t* to, float value) { *to = FloatToBf16(value); }
 inline void Store(float* to, float value) { *to = value; }
 
@@ -142,7 +140,7 @@ void RowsPortable(const BiasGeluRowsParams<Element>& p, int64_t row_begin, int64
   for (int64_t row = row_begin; row < row_end; ++row) {
     Element* x = p.x + row * p.width;
     for (int64_t c = 0; c < p.width; ++c) {
-      const float v = ToFloat(x[c]) + ToFloat(p.bias[c]);
+      const float v = ElementToFloat(x[c]) + ElementToFloat(p.bias[c]);
       const float inner = p.tanh_form ? std::tanh(0.7978845608f * (v + 0.044715f * v * v * v))
                                       : std::erf(v * 0.70710678118f);
       Store(x + c, 0.5f * v * (1.0f + inner));
@@ -157,12 +155,20 @@ void RowsDispatched(const BiasGeluRowsParams<Element>& params, int64_t row_begin
     RowsPortable(params, row_begin, row_end);
     return;
   }
-  std::vector<float> bias(static_cast<size_t>(params.width));
-  for (int64_t c = 0; c < params.width; ++c) bias[c] = ToFloat(params.bias[c]);
-  if (cpu.avx512_bf16) {
-    RowsAvx512<Element, true>(params, bias.data(), row_begin, row_end);
+  // The bias in fp32 (bf16 biases converted once per call).
+  std::vector<float> converted;
+  const float* bias = nullptr;
+  if constexpr (std::is_same_v<Element, float>) {
+    bias = params.bias;
   } else {
-    RowsAvx512<Element, false>(params, bias.data(), row_begin, row_end);
+    converted.resize(static_cast<size_t>(params.width));
+    for (int64_t c = 0; c < params.width; ++c) converted[c] = Bf16ToFloat(params.bias[c]);
+    bias = converted.data();
+  }
+  if (cpu.avx512_bf16) {
+    RowsAvx512<Element, true>(params, bias, row_begin, row_end);
+  } else {
+    RowsAvx512<Element, false>(params, bias, row_begin, row_end);
   }
 }
 

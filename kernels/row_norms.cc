@@ -84,9 +84,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void HeadNormsAvx512(
   }
 }
 
-inline float ToFloat(uint16_t bf16) { return Bf16ToFloat(bf16); }
-inline float ToFloat(float value) { return value; }
-
 template <typename T>
 void RowNormsScalar(const T* rows, int64_t count, int64_t stride, int64_t d, float* out) {
   for (int64_t i = 0; i < count; ++i) {
@@ -96,11 +93,11 @@ void RowNormsScalar(const T* rows, int64_t count, int64_t stride, int64_t d, flo
     int64_t e = 0;
     for (; e + 8 <= d; e += 8) {
       for (int lane = 0; lane < 8; ++lane) {
-        const float value = ToFloat(row[e + lane]);
+        const float value = ElementToFloat(row[e + lane]);
         partial[lane] += value * value;
       }
     }
-    for (; e < d; ++e) partial[0] += ToFloat(row[e]) * ToFloat(row[e]);
+    for (; e < d; ++e) partial[0] += ElementToFloat(row[e]) * ElementToFloat(row[e]);
     float sum = 0;
     for (float p : partial) sum += p;
     out[i] = std::sqrt(sum);

@@ -52,6 +52,44 @@ std::vector<KeySegmentOf<Element>> SegmentsOf(const std::vector<KeyPiece>& piece
   return segments;
 }
 
+// The executors' parameters for q ([heads, q_len, d], in the executor's
+// type) against k_len keys into `out`; the keys and values are the caller's
+// to set (tensors or segments).
+AttentionParams Fp32ParamsFor(const at::Tensor& q32, int32_t k_len, at::Tensor& out) {
+  const int32_t d = static_cast<int32_t>(q32.size(2));
+  AttentionParams params{q32.data_ptr<float>(),
+                         nullptr,
+                         nullptr,
+                         out.data_ptr<float>(),
+                         1,
+                         static_cast<int32_t>(q32.size(0)),
+                         static_cast<int32_t>(q32.size(1)),
+                         k_len,
+                         d,
+                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+  params.q_layout = LayoutOf3d(q32);
+  params.out_layout = LayoutOf3d(out);
+  return params;
+}
+
+Bf16AttentionParams Bf16ParamsFor(const at::Tensor& q16, int32_t k_len, at::Tensor& out) {
+  const int32_t d = static_cast<int32_t>(q16.size(2));
+  Bf16AttentionParams params{Bf16Bits(q16),
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             1,
+                             static_cast<int32_t>(q16.size(0)),
+                             static_cast<int32_t>(q16.size(1)),
+                             k_len,
+                             d,
+                             static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+  params.q_layout = LayoutOf3d(q16);
+  params.out_layout = LayoutOf3d(out);
+  params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  return params;
+}
+
 }  // namespace
 
 BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in) {
@@ -68,12 +106,9 @@ BlockSparseBatch PrepareBlockSparseBatch(const AttentionInputs& in) {
 void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const BlockSparsePlanView& plan, Bf16AttentionExecutor bf16, int threads,
                         at::Tensor out) {
-  const int32_t heads = static_cast<int32_t>(q.size(0));
-  const int32_t q_len = static_cast<int32_t>(q.size(1));
   const int32_t k_len = static_cast<int32_t>(k.size(1));
-  const int32_t d = static_cast<int32_t>(q.size(2));
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   if (q.is_cuda()) {
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(2))));
     const absl::StatusOr<at::Tensor> context =
         BlockSparseAttentionOnDevice(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), plan, scale);
     TORCH_CHECK(context.ok(), std::string(context.status().message()));
@@ -85,42 +120,22 @@ void RunBlockSparseItem(const at::Tensor& q, const at::Tensor& k, const at::Tens
     const at::Tensor q16 = q.to(at::kBFloat16);
     const at::Tensor k16 = k.to(at::kBFloat16);
     const at::Tensor v16 = v.to(at::kBFloat16);
-    Bf16AttentionParams params{Bf16Bits(q16),
-                               Bf16Bits(k16),
-                               Bf16Bits(v16),
-                               nullptr,
-                               1,
-                               heads,
-                               q_len,
-                               k_len,
-                               d,
-                               scale,
-                               LayoutOf3d(q16),
-                               LayoutOf3d(k16),
-                               LayoutOf3d(v16),
-                               LayoutOf3d(out)};
-    params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+    Bf16AttentionParams params = Bf16ParamsFor(q16, k_len, out);
+    params.k = Bf16Bits(k16);
+    params.v = Bf16Bits(v16);
+    params.k_layout = LayoutOf3d(k16);
+    params.v_layout = LayoutOf3d(v16);
     bf16(params, plan, threads);
     return;
   }
   const at::Tensor q32 = q.to(at::kFloat);
   const at::Tensor k32 = k.to(at::kFloat);
   const at::Tensor v32 = v.to(at::kFloat);
-  const AttentionParams params{q32.data_ptr<float>(),
-                               k32.data_ptr<float>(),
-                               v32.data_ptr<float>(),
-                               out.data_ptr<float>(),
-                               1,
-                               heads,
-                               q_len,
-                               k_len,
-                               d,
-                               scale,
-                               KernelIsa::kAuto,
-                               LayoutOf3d(q32),
-                               LayoutOf3d(k32),
-                               LayoutOf3d(v32),
-                               LayoutOf3d(out)};
+  AttentionParams params = Fp32ParamsFor(q32, k_len, out);
+  params.k = k32.data_ptr<float>();
+  params.v = v32.data_ptr<float>();
+  params.k_layout = LayoutOf3d(k32);
+  params.v_layout = LayoutOf3d(v32);
   BlockSparseAttentionCpu(params, plan, threads);
 }
 
@@ -136,22 +151,7 @@ void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces
     const at::Tensor q32 = q.to(at::kFloat);
     std::vector<at::Tensor> keep;  // the fp32 pieces, alive until the executor returns
     const std::vector<Fp32KeySegment> segments = SegmentsOf<float, float>(pieces, &keep);
-    const int32_t d = static_cast<int32_t>(q.size(2));
-    AttentionParams params{q32.data_ptr<float>(),
-                           nullptr,
-                           nullptr,
-                           out.data_ptr<float>(),
-                           1,
-                           static_cast<int32_t>(q.size(0)),
-                           static_cast<int32_t>(q.size(1)),
-                           k_len,
-                           d,
-                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
-                           KernelIsa::kAuto,
-                           LayoutOf3d(q32),
-                           {},
-                           {},
-                           LayoutOf3d(out)};
+    AttentionParams params = Fp32ParamsFor(q32, k_len, out);
     params.key_segments = segments.data();
     params.num_key_segments = static_cast<int32_t>(segments.size());
     BlockSparseAttentionCpu(params, plan, threads);
@@ -160,22 +160,7 @@ void RunBlockSparseItem(const at::Tensor& q, const std::vector<KeyPiece>& pieces
   const at::Tensor q16 = q.to(at::kBFloat16);
   std::vector<at::Tensor> keep;  // the bf16 pieces, alive until the executor returns
   const std::vector<KeySegment> segments = SegmentsOf<uint16_t, at::BFloat16>(pieces, &keep);
-  const int32_t d = static_cast<int32_t>(q.size(2));
-  Bf16AttentionParams params{Bf16Bits(q16),
-                             nullptr,
-                             nullptr,
-                             nullptr,
-                             1,
-                             static_cast<int32_t>(q.size(0)),
-                             static_cast<int32_t>(q.size(1)),
-                             k_len,
-                             d,
-                             static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
-                             LayoutOf3d(q16),
-                             {},
-                             {},
-                             LayoutOf3d(out)};
-  params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  Bf16AttentionParams params = Bf16ParamsFor(q16, k_len, out);
   params.key_segments = segments.data();
   params.num_key_segments = static_cast<int32_t>(segments.size());
   bf16(params, plan, threads);
