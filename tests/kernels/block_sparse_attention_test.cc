@@ -10,7 +10,6 @@
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention_amx.h"
 #include "kernels/block_sparse_attention_avx512_bf16.h"
-#include "kernels/block_sparse_attention_fp32_tile.h"
 #include "kernels/cpu_features.h"
 #include "tests/common/block_sparse_problem.h"
 
@@ -43,45 +42,6 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want) 
     worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   }
   EXPECT_LE(worst, 1e-5);
-}
-
-// The AVX-512 key transpose against the element-by-element one: every tile
-// size around the 16-key steps, keys rows apart by more than head_dim, and
-// the spare columns up to the next 16 zero in both (they were NaN before).
-TEST(BlockSparseAttentionTest, Avx512KeyTransposeMatchesElementByElement) {
-  if (!HostCpuFeatures().avx512f || !HostCpuFeatures().avx512bw_vl) {
-    GTEST_SKIP() << "no AVX-512 on this CPU";
-  }
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  for (int32_t head_dim : {16, 32, 64}) {
-    const int64_t key_stride = 3 * head_dim + 5;
-    for (int32_t tile_keys : {1, 15, 16, 17, 100, 255, 256}) {
-      std::vector<float> keys(static_cast<size_t>(tile_keys * key_stride));
-      for (float& x : keys) x = normal(rng);
-      const int32_t stride = 256;
-      std::vector<float> want(static_cast<size_t>(head_dim * stride), NAN);
-      std::vector<float> got(want.size(), NAN);
-      Fp32Tile tile{};
-      tile.head_dim = head_dim;
-      tile.stride = stride;
-      tile.keys_t = want.data();
-      tile.TransposeKeys(keys.data(), key_stride, tile_keys);
-      tile.keys_t = got.data();
-      tile.TransposeKeysAvx512(keys.data(), key_stride, tile_keys);
-      const int32_t padded = (tile_keys + 15) / 16 * 16;
-      for (int32_t i = 0; i < head_dim; ++i) {
-        for (int32_t j = 0; j < padded; ++j) {
-          const size_t at = static_cast<size_t>(i * stride + j);
-          ASSERT_EQ(got[at], want[at])
-              << "d " << head_dim << " keys " << tile_keys << " at [" << i << "][" << j << "]";
-          if (j >= tile_keys) {
-            ASSERT_EQ(got[at], 0.0f);
-          }
-        }
-      }
-    }
-  }
 }
 
 // The fp32 executor reading keys from segments (LSG's global, derived and
@@ -243,6 +203,18 @@ TEST(BlockSparseAttentionTest, ExecutorsWithoutSlidesGetEachQuerysOwnKeys) {
       EXPECT_EQ(calls[bh * 70 + q], 1);
       EXPECT_EQ(seen[bh * 70 + q], test::QueryKeys(p, bh, q)) << bh << " " << q;
     }
+  }
+}
+
+// A query's output does not depend on how many rows its block has (a
+// request alone or padded into a batch): blocks of 40 rows (the AVX-512
+// path's groups of 32 and 16 lanes), 17 and 1 give the same bits, on every
+// path.
+TEST(BlockSparseAttentionTest, BlockSizeDoesNotChangeARowsBits) {
+  for (KernelIsa isa : {KernelIsa::kAuto, KernelIsa::kAvx2, KernelIsa::kPortable}) {
+    const std::vector<float> whole = RunKernel(MakeProblem(1, 2, 40, 300, 32, 40, true, 9), 1, isa);
+    EXPECT_EQ(RunKernel(MakeProblem(1, 2, 40, 300, 32, 17, true, 9), 1, isa), whole);
+    EXPECT_EQ(RunKernel(MakeProblem(1, 2, 40, 300, 32, 1, true, 9), 1, isa), whole);
   }
 }
 
