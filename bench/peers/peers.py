@@ -802,12 +802,35 @@ def cell_of(row: dict) -> str:
     return f"{row['docs_per_s']:.3g} ({tag})"
 
 
+def best_rounds(rows: list[dict]) -> list[dict]:
+    """Each measurement's best round, in first-seen order, with every round's
+    documents per second as docs_per_s_rounds. The machines these runs share
+    slow down for minutes at a time, never speed up, so the best round is
+    the closest to what each implementation can do; taking turns spreads
+    the slow spells over all of them."""
+    best: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["impl"], r["precision"], r.get("model"), r["tokens"], r.get("batch"),
+               r.get("concurrency"), r.get("batch_unit"))
+        if key not in best:
+            best[key] = dict(r, docs_per_s_rounds=[])
+        elif r["docs_per_s"] > best[key]["docs_per_s"]:
+            best[key] = dict(r, docs_per_s_rounds=best[key]["docs_per_s_rounds"])
+        best[key]["docs_per_s_rounds"].append(r["docs_per_s"])
+    return list(best.values())
+
+
 def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
     out = ["# docsparse vs CPU peers: all-MiniLM-L6-v2 embeddings", ""]
     out.append(f"CPU: {cpu_model()}, isa {args.isa}, {os.cpu_count()} cores visible; "
                f"{args.threads} threads on every side. Measured {time.strftime('%Y-%m-%d %H:%M')}, "
                f"duration {args.duration:g} s per measurement "
                f"({max(args.duration, args.long_duration):g} s at 16384 tokens).")
+    if args.rounds > 1:
+        out.append("")
+        out.append(f"Best of {args.rounds} rounds per row; the implementations took turns in "
+                   "every round (docsparse first in every second one). Every round's figure is "
+                   "in the .jsonl.")
     out.append("")
     out.append("Documents per second (higher is better). b1/b8: documents per call; "
                "b8w: 8 windows of 512 tokens per call; cN: docsparse bench load "
@@ -836,8 +859,12 @@ def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
         for r in rows:
             bc = (f"c{r['concurrency']}" if r["impl"] == "docsparse" else
                   f"{r['batch']} windows" if r.get("batch_unit") == "windows" else str(r["batch"]))
+            rounds = r.get("docs_per_s_rounds", [])
+            docs = f"{r['docs_per_s']:.3g}" + (
+                " (rounds: " + ", ".join(f"{x:.3g}" for x in rounds) + ")" if len(rounds) > 1
+                else "")
             out.append(f"| {r['impl']} | {r['precision']} | {r.get('model', 'minilm')} | "
-                       f"{r['tokens']} | {bc} | {r['docs_per_s']:.3g} | {r['tokens_per_s']:.0f} |")
+                       f"{r['tokens']} | {bc} | {docs} | {r['tokens_per_s']:.0f} |")
     else:
         out.append("(no embedding results)")
     if summarize_rows:
@@ -1058,6 +1085,10 @@ def parse_args(argv=None):
                    help="peers: 512-token windows per call for longer documents")
     p.add_argument("--build-dir", default="build")
     p.add_argument("--concurrency", default="1,4", help="docsparse bench load concurrencies")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measure everything this many times, the implementations taking turns "
+                        "(docsparse first in every second round); the table keeps each row's "
+                        "best round, the .jsonl every round")
     p.add_argument("--docsparse-models", default="minilm,minilm-lsg",
                    help="docsparse models for 512-token documents")
     p.add_argument("--docsparse-long-models", default="minilm-lsg",
@@ -1123,14 +1154,25 @@ def main() -> int:
     onnx_path = None
     if any(i in ("ort", "ov-f32", "ov-default") for i in peers):
         onnx_path = ensure_onnx(work, model_dir, args.threads)
-    for impl in peers:
-        rows += run_peer(args, impl, lengths, onnx_path if impl != "st" else None)
-    cross_check(work, peers, lengths)
-    if "docsparse" in impls:
-        rows += run_docsparse(args, lengths, folders)
+    for round_index in range(1, max(1, args.rounds) + 1):
+        if args.rounds > 1:
+            log(f"round {round_index} of {args.rounds}")
+        round_rows: list[dict] = []
+        docsparse_first = round_index % 2 == 0
+        if "docsparse" in impls and docsparse_first:
+            round_rows += run_docsparse(args, lengths, folders)
+        for impl in peers:
+            round_rows += run_peer(args, impl, lengths, onnx_path if impl != "st" else None)
+        if round_index == 1:
+            cross_check(work, peers, lengths)
+        if "docsparse" in impls and not docsparse_first:
+            round_rows += run_docsparse(args, lengths, folders)
+        for row in round_rows:
+            row["round"] = round_index
+        rows += round_rows
     summarize_rows = run_summarize(args) if args.summarize else []
 
-    report = markdown(rows, args, summarize_rows)
+    report = markdown(best_rounds(rows), args, summarize_rows)
     print()
     print(report)
     out_path.parent.mkdir(parents=True, exist_ok=True)
