@@ -234,7 +234,10 @@ DOCSPARSE_AVX512 inline void Transpose16x16(__m512 r[16]) {
   }
 }
 
-// The width (rows) of the group that starts at `first_row`.
+// The width (rows) of the group that starts at `first_row`: 32, or what is
+// left at the end (16, padded_rows being a multiple of 16). The loops below
+// step by kGroupRows and Run dispatches only these two widths.
+static_assert(Fp32LanesBlock::kGroupRows == 32, "groups of 32 rows and a last one of 16");
 int32_t GroupRows(int32_t padded_rows, int32_t first_row) {
   return std::min(Fp32LanesBlock::kGroupRows, padded_rows - first_row);
 }
