@@ -130,36 +130,28 @@ TilePath ChooseTilePath(const AttentionParams& p) {
   return cpu.avx2_fma && p.head_dim % 8 == 0 ? TilePath::kAvx2 : TilePath::kPortable;
 }
 
-// The rows of key `key` of item·head `batch_head` and how far (exclusive)
-// its buffer goes on: from the key segments where there are some, else
-// from k and v.
-SegmentRows<float> KeyRows(const AttentionParams& p, int64_t batch_head, int32_t key) {
-  if (p.num_key_segments == 0) {
-    const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, p.head_dim);
-    const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, p.head_dim);
-    return {p.k + k_layout.Start(batch_head, p.heads) + key * k_layout.row_stride,
-            p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
-            k_layout.row_stride, v_layout.row_stride, p.k_len};
-  }
-  return FindSegmentRows(p.key_segments, p.num_key_segments, p.heads, p.head_dim, batch_head, key);
-}
-
 // Calls tile(key rows, first key, key count, span, slide) for every
 // tile of at most kKeyTile keys of the block's spans, each within one
-// buffer. A sliding span's tiles cover the keys any row of the block
-// reaches; each row's others are masked tile by tile.
+// buffer: where they lie, or in `packed`'s copy of the head when given. A
+// sliding span's tiles cover the keys any row of the block reaches; each
+// row's others are masked tile by tile.
 template <typename Tile>
-void ForEachKeyTile(const AttentionParams& p, int64_t batch_head, int32_t first, int32_t last,
-                    const KeySpan* spans, const KeySlide* slides, int32_t num_spans,
-                    const Tile& tile) {
+void ForEachKeyTile(const AttentionParams& p, const Scratch* packed, int64_t batch_head,
+                    int32_t first, int32_t last, const KeySpan* spans, const KeySlide* slides,
+                    int32_t num_spans, const Tile& tile) {
+  const int32_t d = p.head_dim;
   for (int32_t span = 0; span < num_spans; ++span) {
     const KeySlide slide = slides != nullptr ? slides[span] : KeySlide{0, 0};
     int32_t begin = 0, end = 0;
     SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
     for (int32_t key = begin, tile_keys = 0; key < end; key += tile_keys) {
-      const SegmentRows<float> rows = KeyRows(p, batch_head, key);
+      SegmentRows<float> rows = FindKeyRows(p, batch_head, key);
       tile_keys = std::min({kKeyTile, end - key, rows.end - key});
       if (tile_keys <= 0) break;  // keys outside every segment (not allowed): not read
+      if (packed != nullptr) {
+        rows = {packed->head_k.data() + int64_t{key} * d, packed->head_v.data() + int64_t{key} * d,
+                d, d, rows.end};
+      }
       tile(rows, key, tile_keys, spans[span], slide);
     }
   }
@@ -206,7 +198,7 @@ void PackHeadKeys(const AttentionParams& p, int64_t batch_head, Scratch& s) {
   s.head_v.resize(static_cast<size_t>(keys) * d);
   const auto copy = [&](int32_t first_key, int32_t count) {
     if (count <= 0) return;
-    const SegmentRows<float> rows = KeyRows(p, batch_head, first_key);
+    const SegmentRows<float> rows = FindKeyRows(p, batch_head, first_key);
     CopyRows(rows.k, rows.k_stride, count, d, s.head_k.data() + int64_t{first_key} * d);
     CopyRows(rows.v, rows.v_stride, count, d, s.head_v.data() + int64_t{first_key} * d);
   };
@@ -260,22 +252,18 @@ void AttendBlockLanes(const AttentionParams& p, bool strided_keys, int64_t batch
       d};
   block.first_query = first;
 
-  if (strided_keys) PackHeadKeys(p, batch_head, s);
+  const Scratch* packed = strided_keys ? &s : nullptr;
+  if (packed != nullptr) PackHeadKeys(p, batch_head, s);
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   block.LoadQueries(p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride,
                     q_layout.row_stride, rows, p.scale);
-  ForEachKeyTile(p, batch_head, first, last, spans, slides, num_spans,
+  ForEachKeyTile(p, packed, batch_head, first, last, spans, slides, num_spans,
                  [&](const SegmentRows<float>& keys, int32_t key, int32_t tile_keys, KeySpan span,
                      KeySlide slide) {
                    block.mask_span = span;
                    block.mask_slide = slide;
                    block.tile_begin = key;
-                   if (strided_keys) {
-                     block.Run(s.head_k.data() + int64_t{key} * d, d,
-                               s.head_v.data() + int64_t{key} * d, d, tile_keys);
-                   } else {
-                     block.Run(keys.k, keys.k_stride, keys.v, keys.v_stride, tile_keys);
-                   }
+                   block.Run(keys.k, keys.k_stride, keys.v, keys.v_stride, tile_keys);
                  });
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
   block.StoreOutput(p.out + out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride,
@@ -303,12 +291,13 @@ void AttendBlock(const AttentionParams& p, TilePath path, bool strided_keys, int
 
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
-  if (path == TilePath::kAvx2 && strided_keys) PackHeadKeys(p, batch_head, s);
+  const Scratch* packed = path == TilePath::kAvx2 && strided_keys ? &s : nullptr;
+  if (packed != nullptr) PackHeadKeys(p, batch_head, s);
   const float* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
   }
-  ForEachKeyTile(p, batch_head, first, last, spans, slides, num_spans,
+  ForEachKeyTile(p, packed, batch_head, first, last, spans, slides, num_spans,
                  [&](const SegmentRows<float>& keys, int32_t key, int32_t tile_keys, KeySpan span,
                      KeySlide slide) {
                    Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
@@ -318,10 +307,7 @@ void AttendBlock(const AttentionParams& p, TilePath path, bool strided_keys, int
                    view.mask_slide = slide;
                    view.first_query = first;
                    view.tile_begin = key;
-                   if (path == TilePath::kAvx2 && strided_keys) {
-                     view.TransposeKeys(s.head_k.data() + int64_t{key} * d, d, tile_keys);
-                     view.RunAvx2(s.head_v.data() + int64_t{key} * d, d, tile_keys);
-                   } else if (path == TilePath::kAvx2) {
+                   if (path == TilePath::kAvx2) {
                      view.TransposeKeys(keys.k, keys.k_stride, tile_keys);
                      view.RunAvx2(keys.v, keys.v_stride, tile_keys);
                    } else {

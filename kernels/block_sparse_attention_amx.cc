@@ -611,7 +611,7 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
 
   // A chunk's keys lie in one segment (whole_chunks), one stride apart.
   const auto pack_chunk = [&](int32_t chunk, uint16_t* packed) DOCSPARSE_AMX {
-    const KeyRows rows = FindKeyRows(p, batch_head, chunk * kChunkKeys);
+    const SegmentRows<uint16_t> rows = FindKeyRows(p, batch_head, chunk * kChunkKeys);
     for (int32_t j = 0; j < kChunkKeys; ++j) {
       _mm_prefetch(reinterpret_cast<const char*>(rows.k + j * rows.k_stride), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(rows.v + j * rows.v_stride), _MM_HINT_T0);
@@ -623,7 +623,7 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
   // The step's keys s.keys[0, filled), into s.k_packed and s.v_packed.
   const auto pack_step = [&](int32_t filled, int32_t padded_keys) DOCSPARSE_AMX {
     if (p.num_key_segments == 0) {
-      const KeyRows rows = FindKeyRows(p, batch_head, 0);
+      const SegmentRows<uint16_t> rows = FindKeyRows(p, batch_head, 0);
       PackKeys(s.keys.data(), rows.k, rows.k_stride, filled, padded_keys, kHeadDim,
                s.k_packed.data());
       PackValues(s.keys.data(), rows.v, rows.v_stride, filled, padded_keys, kHeadDim,
@@ -631,7 +631,7 @@ DOCSPARSE_AMX void AttendBlockHead32(const Bf16AttentionParams& p, int64_t batch
       return;
     }
     for (int32_t i = 0; i < filled; ++i) {
-      const KeyRows rows = FindKeyRows(p, batch_head, s.keys[i]);
+      const SegmentRows<uint16_t> rows = FindKeyRows(p, batch_head, s.keys[i]);
       std::memcpy(s.gathered_k.data() + i * kHeadDim, rows.k, kHeadDim * sizeof(uint16_t));
       std::memcpy(s.gathered_v.data() + i * kHeadDim, rows.v, kHeadDim * sizeof(uint16_t));
     }

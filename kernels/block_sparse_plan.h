@@ -6,6 +6,7 @@
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_PLAN_H_
 
 #include <cstdint>
+#include <type_traits>
 
 namespace docsparse {
 
@@ -128,6 +129,23 @@ SegmentRows<Element> FindSegmentRows(const KeySegmentOf<Element>* segments, int3
   return {segment.k + k_layout.Start(batch_head, heads) + row * k_layout.row_stride,
           segment.v + v_layout.Start(batch_head, heads) + row * v_layout.row_stride,
           k_layout.row_stride, v_layout.row_stride, segment.begin + segment.count};
+}
+
+// The rows of key `key` of (item · heads + head) `batch_head` in an
+// executor's parameters (fp32 or bf16): a segment's where they have key
+// segments, else k and v's (`end` then k_len).
+template <typename Params>
+auto FindKeyRows(const Params& p, int64_t batch_head, int32_t key) {
+  using Element = std::remove_const_t<std::remove_pointer_t<decltype(p.k)>>;
+  if (p.num_key_segments != 0) {
+    return FindSegmentRows(p.key_segments, p.num_key_segments, p.heads, p.head_dim, batch_head,
+                           key);
+  }
+  const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, p.head_dim);
+  const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, p.head_dim);
+  return SegmentRows<Element>{p.k + k_layout.Start(batch_head, p.heads) + key * k_layout.row_stride,
+                              p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
+                              k_layout.row_stride, v_layout.row_stride, p.k_len};
 }
 
 }  // namespace docsparse

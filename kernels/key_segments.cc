@@ -74,20 +74,6 @@ AssembledKeys AssembleKeySegments(const Bf16AttentionParams& p) {
   return out;
 }
 
-KeyRows FindKeyRows(const Bf16AttentionParams& p, int64_t batch_head, int32_t key) {
-  const int32_t d = p.head_dim;
-  if (p.num_key_segments == 0) {
-    const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
-    const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
-    return {p.k + k_layout.Start(batch_head, p.heads) + key * k_layout.row_stride,
-            p.v + v_layout.Start(batch_head, p.heads) + key * v_layout.row_stride,
-            k_layout.row_stride, v_layout.row_stride};
-  }
-  const SegmentRows<uint16_t> rows =
-      FindSegmentRows(p.key_segments, p.num_key_segments, p.heads, d, batch_head, key);
-  return {rows.k, rows.v, rows.k_stride, rows.v_stride};
-}
-
 std::vector<uint8_t> ChunksWithinOneSegment(const Bf16AttentionParams& p, int32_t chunk_keys) {
   const int32_t chunks = p.k_len / chunk_keys;
   if (p.num_key_segments == 0) return std::vector<uint8_t>(chunks, 1);

@@ -1,6 +1,7 @@
 // Key segments (Bf16AttentionParams::key_segments) for executors that read
-// one contiguous key sequence: a copy of the segments as one, and the row of
-// a key wherever it lies.
+// one contiguous key sequence or whole chunks of keys: a copy of the segments
+// as one, and which chunks lie in one segment. (The rows of a key wherever it
+// lies: FindKeyRows, kernels/block_sparse_plan.h.)
 #ifndef DOCSPARSE_KERNELS_KEY_SEGMENTS_H_
 #define DOCSPARSE_KERNELS_KEY_SEGMENTS_H_
 
@@ -21,17 +22,6 @@ struct AssembledKeys {
 // `p` with its segments copied into one key sequence; `p` unchanged (and no
 // copy made) where it has none. The result's params point into the result.
 AssembledKeys AssembleKeySegments(const Bf16AttentionParams& p);
-
-// The key and value rows of key `key` of (item · heads + head) `batch_head`,
-// a segment's or p.k and p.v's where p has no segments, and the strides to
-// the next key's rows (in the same segment). `key` must lie in a segment.
-struct KeyRows {
-  const uint16_t* k;
-  const uint16_t* v;
-  int64_t k_stride;
-  int64_t v_stride;
-};
-KeyRows FindKeyRows(const Bf16AttentionParams& p, int64_t batch_head, int32_t key);
 
 // Per chunk c of `chunk_keys` keys, [c·chunk_keys, (c + 1)·chunk_keys) for
 // c < k_len / chunk_keys: 1 where the chunk lies in one segment (always
