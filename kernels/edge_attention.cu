@@ -141,6 +141,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         for (int offset = kLanes / 2; offset > 0; offset /= 2) {
           dot += __shfl_xor_sync(0xffffffffu, dot, offset);
         }
+        // The bias is in natural-log units, as EdgeAttentionCpu adds it.
+        if (edge[u] < end && view.logit_bias != nullptr) dot += view.logit_bias[edge[u]] * kLog2e;
         Accumulate<kVec>(edge[u] < end ? dot : -INFINITY, value_slice[u], &row_max, &row_sum, acc);
       }
     }
@@ -197,6 +199,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int offset = 16; offset > 0; offset /= 2) {
         dot += __shfl_xor_sync(0xffffffffu, dot, offset);
       }
+      if (view.logit_bias != nullptr) dot += view.logit_bias[edge] * kLog2e;
       Accumulate<kGenericMaxDimsPerLane>(dot, value_part, &row_max, &row_sum, acc);
     }
   }

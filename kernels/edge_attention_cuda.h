@@ -15,8 +15,9 @@
 namespace docsparse {
 
 // Launches the kernel on `stream`. `device_edges` points to batch * heads
-// EdgeListViews in device memory whose arrays are device memory too (a row's
-// offsets need not start at 0: they index the view's `keys`). q, k, v and out
+// EdgeListViews in device memory whose arrays (offsets, keys and, when set,
+// logit_bias) are device memory too (a row's offsets need not start at 0:
+// they index the view's `keys` and `logit_bias`). q, k, v and out
 // must be contiguous (their layouts all zero). A query with no edge, or at or
 // beyond its view's `rows`, gets zeros. Returns cudaErrorInvalidValue for
 // shapes the kernel does not take (head_dim outside 1..128, non-zero layouts),

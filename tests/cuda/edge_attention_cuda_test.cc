@@ -32,6 +32,8 @@ struct EdgeProblem {
   std::vector<std::vector<int64_t>> offsets;
   std::vector<std::vector<int32_t>> keys;
   std::vector<int32_t> rows;
+  // Per (item·head), one per edge, or empty: each edge's logit bias.
+  std::vector<std::vector<float>> bias;
   int batch_heads() const { return batch * heads; }
 };
 
@@ -39,7 +41,7 @@ struct EdgeProblem {
 // row in random order; the last item's rows stop short of q_len (padding).
 EdgeProblem MakeEdgeProblem(int batch, int heads, int q_len, int k_len, int head_dim,
                             int max_degree, uint32_t seed) {
-  EdgeProblem p{batch, heads, q_len, k_len, head_dim, {}, {}, {}, {}, {}, {}};
+  EdgeProblem p{batch, heads, q_len, k_len, head_dim, {}, {}, {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, 1);
   const auto fill = [&](std::vector<float>* x, int len) {
@@ -68,6 +70,23 @@ EdgeProblem MakeEdgeProblem(int batch, int heads, int q_len, int k_len, int head
   return p;
 }
 
+// Gives every edge a logit bias in [0, 3), as SBM's log inverse inclusion
+// probabilities are (non-negative, larger for rarer edges).
+void AddLogitBias(EdgeProblem* p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(0.0f, 3.0f);
+  p->bias.clear();
+  for (const std::vector<int32_t>& keys : p->keys) {
+    std::vector<float> bias(keys.size());
+    for (float& b : bias) b = uniform(rng);
+    p->bias.push_back(bias);
+  }
+}
+
+const float* BiasOf(const EdgeProblem& p, int bh) {
+  return p.bias.empty() ? nullptr : p.bias[bh].data();
+}
+
 float Scale(const EdgeProblem& p) { return 1.0f / std::sqrt(static_cast<float>(p.head_dim)); }
 
 std::vector<float> RunCuda(const EdgeProblem& p, CudaElementType type,
@@ -78,11 +97,18 @@ std::vector<float> RunCuda(const EdgeProblem& p, CudaElementType type,
   DeviceBuffer<uint8_t> out(test::Encode(type, std::vector<float>(p.q.size(), -7.0f)));
   std::vector<std::unique_ptr<DeviceBuffer<int64_t>>> offsets;
   std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> keys;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> bias;
   std::vector<EdgeListView> views;
   for (int bh = 0; bh < p.batch_heads(); ++bh) {
     offsets.push_back(std::make_unique<DeviceBuffer<int64_t>>(p.offsets[bh]));
     keys.push_back(std::make_unique<DeviceBuffer<int32_t>>(p.keys[bh]));
-    views.push_back(EdgeListView{offsets.back()->get(), keys.back()->get(), p.rows[bh]});
+    const float* device_bias = nullptr;
+    if (!p.bias.empty()) {
+      bias.push_back(std::make_unique<DeviceBuffer<float>>(p.bias[bh]));
+      device_bias = bias.back()->get();
+    }
+    views.push_back(
+        EdgeListView{offsets.back()->get(), keys.back()->get(), p.rows[bh], device_bias});
   }
   DeviceBuffer<EdgeListView> device_views(views);
   const CudaAttentionParams params{q.get(), k.get(), v.get(), out.get(),  type,     p.batch,
@@ -95,7 +121,8 @@ std::vector<float> RunCpu(const EdgeProblem& p) {
   std::vector<float> out(p.q.size());
   std::vector<EdgeListView> views;
   for (int bh = 0; bh < p.batch_heads(); ++bh) {
-    views.push_back(EdgeListView{p.offsets[bh].data(), p.keys[bh].data(), p.rows[bh]});
+    views.push_back(
+        EdgeListView{p.offsets[bh].data(), p.keys[bh].data(), p.rows[bh], BiasOf(p, bh)});
   }
   const EdgeAttentionParams params{p.q.data(),   p.k.data(), p.v.data(), out.data(),
                                    views.data(), p.batch,    p.heads,    p.q_len,
@@ -131,6 +158,24 @@ TEST(EdgeAttentionCudaTest, Fp32MatchesCpuExecutorOnEveryKernel) {
                    std::to_string(static_cast<int>(path)));
       const EdgeProblem p = MakeEdgeProblem(2, 3, 45, 300, head_dim, 260, head_dim);
       ExpectRelativelyClose(RunCuda(p, CudaElementType::kFloat32, path), RunCpu(p));
+    }
+  }
+}
+
+// SBM's edges carry their log inverse inclusion probabilities: the kernels
+// add them to the scores as the CPU executor does.
+TEST(EdgeAttentionCudaTest, Fp32LogitBiasMatchesCpuExecutorOnEveryKernel) {
+  DOCSPARSE_SKIP_WITHOUT_GPU();
+  for (int head_dim : {32, 64, 48}) {
+    for (CudaKernelPath path : {CudaKernelPath::kAuto, CudaKernelPath::kSimt}) {
+      SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " path " +
+                   std::to_string(static_cast<int>(path)));
+      EdgeProblem p = MakeEdgeProblem(2, 3, 45, 300, head_dim, 260, 7 + head_dim);
+      const std::vector<float> unbiased = RunCpu(p);
+      AddLogitBias(&p, head_dim);
+      const std::vector<float> want = RunCpu(p);
+      ASSERT_GT(MaxAbsError(want, unbiased), 1e-2) << "the bias must change the result";
+      ExpectRelativelyClose(RunCuda(p, CudaElementType::kFloat32, path), want);
     }
   }
 }
