@@ -38,6 +38,7 @@
 #include "bench/generate_bench.h"
 #include "bench/metrics_bench.h"
 #include "bench/pattern_fidelity.h"
+#include "bench/peak_bench.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
 #include "model/checkpoint/huge_page_allocator.h"
@@ -193,6 +194,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "metrics") {
     return docsparse::bench::RunMetricsBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "peak") {
+    return docsparse::bench::RunPeakBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
@@ -210,7 +214,9 @@ int main(int argc, char** argv) {
                  "[--fid_tokens 4096,16384] [--fid_caps 0.05,0.02] [--fid_precision fp32] "
                  "[--threads 2] [--json]\n"
                  "       docsparse-bench metrics [--metrics_requests 200000] [--metrics_threads 2] "
-                 "[--metrics_repeats 5]\n");
+                 "[--metrics_repeats 5]\n"
+                 "       docsparse-bench peak [--peak_rows 4096] [--peak_precision fp32,bf16,int8] "
+                 "[--repeats 5] [--threads 2] [--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;
