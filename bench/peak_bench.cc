@@ -82,7 +82,8 @@ void Print(const char* what, const std::string& detail, double gflops) {
         what, detail.c_str(), std::string(IsaName(HostCpuFeatures())).c_str(),
         at::get_num_threads(), gflops);
   } else {
-    std::printf("%-24s %-40s %9.1f GFLOP/s\n", what, detail.c_str(), gflops);
+    std::printf("%-7s %-48s %9.1f GFLOP/s  (isa %s, %d threads)\n", what, detail.c_str(), gflops,
+                std::string(IsaName(HostCpuFeatures())).c_str(), at::get_num_threads());
   }
   std::fflush(stdout);
 }
