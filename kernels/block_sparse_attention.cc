@@ -212,6 +212,15 @@ void PackHeadKeys(const AttentionParams& p, int64_t batch_head, Scratch& s) {
   s.packed_head = batch_head;
 }
 
+// The head's packed copy (PackHeadKeys) where the tile loops read keys
+// packed, else null: they read them where they lie.
+const Scratch* PackedHead(const AttentionParams& p, bool pack_heads, int64_t batch_head,
+                          Scratch& s) {
+  if (!pack_heads) return nullptr;
+  PackHeadKeys(p, batch_head, s);
+  return &s;
+}
+
 // Treats denormal inputs and results as zero while it lives (MXCSR's DAZ and
 // FTZ), then restores the caller's mode. Probabilities below e^-87 are
 // denormal; with the rows in the lanes one of them made each of the
@@ -235,9 +244,9 @@ class DenormalsAsZero {
 
 // One (item, head, query block) on AVX-512: queries [first, last) against
 // its spans, with the rows in the lanes.
-void AttendBlockLanes(const AttentionParams& p, bool strided_keys, int64_t batch_head,
-                      int32_t first, int32_t last, const KeySpan* spans, const KeySlide* slides,
-                      int32_t num_spans, Scratch& s) {
+void AttendBlockLanes(const AttentionParams& p, bool pack_heads, int64_t batch_head, int32_t first,
+                      int32_t last, const KeySpan* spans, const KeySlide* slides, int32_t num_spans,
+                      Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
   const int32_t padded_rows = Fp32LanesBlock::PaddedRows(rows);
@@ -252,8 +261,7 @@ void AttendBlockLanes(const AttentionParams& p, bool strided_keys, int64_t batch
       d};
   block.first_query = first;
 
-  const Scratch* packed = strided_keys ? &s : nullptr;
-  if (packed != nullptr) PackHeadKeys(p, batch_head, s);
+  const Scratch* packed = PackedHead(p, pack_heads, batch_head, s);
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   block.LoadQueries(p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride,
                     q_layout.row_stride, rows, p.scale);
@@ -272,7 +280,7 @@ void AttendBlockLanes(const AttentionParams& p, bool strided_keys, int64_t batch
 
 // One (item, head, query block) on AVX2 or portable code: queries
 // [first, last) against its spans, rows in memory.
-void AttendBlock(const AttentionParams& p, TilePath path, bool strided_keys, int64_t batch_head,
+void AttendBlock(const AttentionParams& p, TilePath path, bool pack_heads, int64_t batch_head,
                  int32_t first, int32_t last, const KeySpan* spans, const KeySlide* slides,
                  int32_t num_spans, Scratch& s) {
   const int32_t rows = last - first;
@@ -291,8 +299,7 @@ void AttendBlock(const AttentionParams& p, TilePath path, bool strided_keys, int
 
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
-  const Scratch* packed = path == TilePath::kAvx2 && strided_keys ? &s : nullptr;
-  if (packed != nullptr) PackHeadKeys(p, batch_head, s);
+  const Scratch* packed = PackedHead(p, pack_heads, batch_head, s);
   const float* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
@@ -329,16 +336,17 @@ void AttendBlock(const AttentionParams& p, TilePath path, bool strided_keys, int
 void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView& plan,
                              int num_threads) {
   const TilePath path = ChooseTilePath(p);
-  const bool strided_keys = KeysAreStrided(p);
+  // The SIMD loops read packed copies of strided keys; the portable one, the
+  // reference, reads them in place.
+  const bool pack_heads = path != TilePath::kPortable && KeysAreStrided(p);
   ForEachQueryBlock(plan, static_cast<int64_t>(p.batch) * p.heads, num_threads, [&]() {
-    return [&p, path, strided_keys, scratch = Scratch{}](
+    return [&p, path, pack_heads, scratch = Scratch{}](
                int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
                const KeySlide* slides, int32_t num_spans) mutable {
       if (path == TilePath::kAvx512) {
-        AttendBlockLanes(p, strided_keys, batch_head, first, last, spans, slides, num_spans,
-                         scratch);
+        AttendBlockLanes(p, pack_heads, batch_head, first, last, spans, slides, num_spans, scratch);
       } else {
-        AttendBlock(p, path, strided_keys, batch_head, first, last, spans, slides, num_spans,
+        AttendBlock(p, path, pack_heads, batch_head, first, last, spans, slides, num_spans,
                     scratch);
       }
     };

@@ -802,22 +802,43 @@ def cell_of(row: dict) -> str:
     return f"{row['docs_per_s']:.3g} ({tag})"
 
 
-def best_rounds(rows: list[dict]) -> list[dict]:
-    """Each measurement's best round, in first-seen order, with every round's
-    documents per second as docs_per_s_rounds. The machines these runs share
-    slow down for minutes at a time, never speed up, so the best round is
-    the closest to what each implementation can do; taking turns spreads
-    the slow spells over all of them."""
+def best_of_rounds(rows: list[dict], key, value: str, higher_is_better: bool) -> list[dict]:
+    """Each measurement's best round (rows with the same key(row)), in first-seen
+    order, with every round's `value` as `<value>_rounds`. The machines these
+    runs share slow down for minutes at a time, never speed up, so the best
+    round is the closest to what each implementation can do; taking turns
+    spreads the slow spells over all of them."""
     best: dict[tuple, dict] = {}
+    rounds = f"{value}_rounds"
     for r in rows:
-        key = (r["impl"], r["precision"], r.get("model"), r["tokens"], r.get("batch"),
-               r.get("concurrency"), r.get("batch_unit"))
-        if key not in best:
-            best[key] = dict(r, docs_per_s_rounds=[])
-        elif r["docs_per_s"] > best[key]["docs_per_s"]:
-            best[key] = dict(r, docs_per_s_rounds=best[key]["docs_per_s_rounds"])
-        best[key]["docs_per_s_rounds"].append(r["docs_per_s"])
+        k = key(r)
+        if k not in best:
+            best[k] = dict(r, **{rounds: []})
+        elif r[value] > best[k][value] if higher_is_better else r[value] < best[k][value]:
+            best[k] = dict(r, **{rounds: best[k][rounds]})
+        best[k][rounds].append(r[value])
     return list(best.values())
+
+
+def best_rounds(rows: list[dict]) -> list[dict]:
+    """The embedding rows' best rounds: the most documents per second."""
+    return best_of_rounds(rows, lambda r: (r["impl"], r["precision"], r.get("model"), r["tokens"],
+                                           r.get("batch"), r.get("concurrency"),
+                                           r.get("batch_unit")),
+                          "docs_per_s", higher_is_better=True)
+
+
+def best_summarize_rounds(rows: list[dict]) -> list[dict]:
+    """The decode rows' best rounds: the fewest ms per generated step."""
+    return best_of_rounds(rows, lambda r: (r["impl"], r["precision"], r["beams"], r["batch"]),
+                          "ms_per_token", higher_is_better=False)
+
+
+def with_rounds(text: str, rounds: list[float], fmt: str) -> str:
+    """`text`, then every round's figure in brackets where there were several."""
+    if len(rounds) < 2:
+        return text
+    return text + " (rounds: " + ", ".join(format(x, fmt) for x in rounds) + ")"
 
 
 def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
@@ -859,10 +880,7 @@ def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
         for r in rows:
             bc = (f"c{r['concurrency']}" if r["impl"] == "docsparse" else
                   f"{r['batch']} windows" if r.get("batch_unit") == "windows" else str(r["batch"]))
-            rounds = r.get("docs_per_s_rounds", [])
-            docs = f"{r['docs_per_s']:.3g}" + (
-                " (rounds: " + ", ".join(f"{x:.3g}" for x in rounds) + ")" if len(rounds) > 1
-                else "")
+            docs = with_rounds(f"{r['docs_per_s']:.3g}", r.get("docs_per_s_rounds", []), ".3g")
             out.append(f"| {r['impl']} | {r['precision']} | {r.get('model', 'minilm')} | "
                        f"{r['tokens']} | {bc} | {docs} | {r['tokens_per_s']:.0f} |")
     else:
@@ -873,10 +891,7 @@ def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
                 "ms per step | generated tokens/s |",
                 "|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in best_summarize_rounds(summarize_rows):
-            rounds = r["ms_per_token_rounds"]
-            ms = f"{r['ms_per_token']:.1f}" + (
-                " (rounds: " + ", ".join(f"{x:.1f}" for x in rounds) + ")" if len(rounds) > 1
-                else "")
+            ms = with_rounds(f"{r['ms_per_token']:.1f}", r["ms_per_token_rounds"], ".1f")
             out.append(f"| {r['impl']} | {r['precision']} | {r['beams']} | {r['batch']} | "
                        f"{r['source_tokens']} | {r['new_tokens']} | {ms} | "
                        f"{r['tokens_per_s']:.1f} |")
@@ -1028,9 +1043,22 @@ def make_random_bart(out: Path) -> None:
     log(f"summarize: wrote a random BART-base-shaped checkpoint to {out}")
 
 
+def in_rounds(args, docsparse, peers, label: str = "") -> list[dict]:
+    """--rounds rounds of peers() and docsparse() (each returns rows), taking
+    turns: docsparse first in every second round. Each row gets its round."""
+    rows: list[dict] = []
+    for round_index in range(1, max(1, args.rounds) + 1):
+        if args.rounds > 1:
+            log(f"{label}round {round_index} of {args.rounds}")
+        round_rows = docsparse() + peers() if round_index % 2 == 0 else peers() + docsparse()
+        for row in round_rows:
+            row["round"] = round_index
+        rows += round_rows
+    return rows
+
+
 def run_summarize(args) -> list[dict]:
-    """--rounds rounds of the peers and docsparse's decode loop, taking turns
-    as the embedding rounds do (docsparse first in every second round)."""
+    """The peers' and docsparse's decode loops in --rounds rounds (in_rounds)."""
     cmd = [sys.executable, __file__, "--summarize-worker", "--threads", str(args.threads),
            "--duration", str(args.duration), "--min-iters", str(args.min_iters),
            "--work-dir", str(args.work_dir), "--isa", args.isa, "--beams", args.beams,
@@ -1044,33 +1072,7 @@ def run_summarize(args) -> list[dict]:
             log(f"summarize: FAILED (exit {code})")
         return rows
 
-    rows: list[dict] = []
-    for round_index in range(1, max(1, args.rounds) + 1):
-        if args.rounds > 1:
-            log(f"summarize: round {round_index} of {args.rounds}")
-        docsparse_first = round_index % 2 == 0
-        round_rows = run_docsparse_generate(args) if docsparse_first else []
-        round_rows += peers()
-        if not docsparse_first:
-            round_rows += run_docsparse_generate(args)
-        for row in round_rows:
-            row["round"] = round_index
-        rows += round_rows
-    return rows
-
-
-def best_summarize_rounds(rows: list[dict]) -> list[dict]:
-    """Each (impl, precision, beams, batch)'s fastest round, with every
-    round's ms per step as ms_per_token_rounds (see best_rounds)."""
-    best: dict[tuple, dict] = {}
-    for r in rows:
-        key = (r["impl"], r["precision"], r["beams"], r["batch"])
-        if key not in best:
-            best[key] = dict(r, ms_per_token_rounds=[])
-        elif r["ms_per_token"] < best[key]["ms_per_token"]:
-            best[key] = dict(r, ms_per_token_rounds=best[key]["ms_per_token_rounds"])
-        best[key]["ms_per_token_rounds"].append(r["ms_per_token"])
-    return list(best.values())
+    return in_rounds(args, lambda: run_docsparse_generate(args), peers, "summarize: ")
 
 
 def run_docsparse_generate(args) -> list[dict]:
@@ -1190,22 +1192,11 @@ def main() -> int:
     onnx_path = None
     if any(i in ("ort", "ov-f32", "ov-default") for i in peers):
         onnx_path = ensure_onnx(work, model_dir, args.threads)
-    for round_index in range(1, max(1, args.rounds) + 1):
-        if args.rounds > 1:
-            log(f"round {round_index} of {args.rounds}")
-        round_rows: list[dict] = []
-        docsparse_first = round_index % 2 == 0
-        if "docsparse" in impls and docsparse_first:
-            round_rows += run_docsparse(args, lengths, folders)
-        for impl in peers:
-            round_rows += run_peer(args, impl, lengths, onnx_path if impl != "st" else None)
-        if round_index == 1:
-            cross_check(work, peers, lengths)
-        if "docsparse" in impls and not docsparse_first:
-            round_rows += run_docsparse(args, lengths, folders)
-        for row in round_rows:
-            row["round"] = round_index
-        rows += round_rows
+    rows += in_rounds(
+        args, lambda: run_docsparse(args, lengths, folders) if "docsparse" in impls else [],
+        lambda: [row for impl in peers
+                 for row in run_peer(args, impl, lengths, onnx_path if impl != "st" else None)])
+    cross_check(work, peers, lengths)
     summarize_rows = run_summarize(args) if args.summarize else []
 
     report = markdown(best_rounds(rows), args, summarize_rows)
