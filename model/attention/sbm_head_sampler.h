@@ -35,8 +35,7 @@ namespace docsparse {
 // One head's sampled graph over its item's real tokens, CSR by query.
 struct SbmHeadEdges {
   std::vector<int64_t> row_offsets;  // [tokens + 1]
-  // Distinct within a row; ascending in dense rows (>= tokens/16 copies),
-  // in draw order in sparse ones.
+  // Distinct and ascending within a row.
   std::vector<int32_t> keys;
   int64_t multigraph_edges = 0;  // m = Σ m_i, copies drawn before deduplication
 

@@ -218,16 +218,6 @@ void SbmLayerPlanner::PrepareSamplers() {
 SbmHeadEdges SbmLayerPlanner::SampleHead(int head, std::vector<float>* inclusion_bias) {
   const SbmHeadSampler& sampler = *samplers_[head];
   SbmHeadEdges edges = sampler.Sample(DeriveKey(layer_key_, static_cast<uint64_t>(head)));
-  // Rows ascending: dense rows are drawn so already, sparse ones (short)
-  // are sorted here.
-  const int64_t rows = static_cast<int64_t>(edges.row_offsets.size()) - 1;
-  at::parallel_for(0, rows, 256, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const auto begin = edges.keys.begin() + edges.row_offsets[i];
-      const auto end = edges.keys.begin() + edges.row_offsets[i + 1];
-      if (!std::is_sorted(begin, end)) std::sort(begin, end);
-    }
-  });
   if (inclusion_bias != nullptr) {
     // Edge ij is present with probability π = 1 − e^(−p_ij); weighting it
     // by 1/π (adding −log π to its score) makes the row's softmax a
