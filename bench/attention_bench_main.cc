@@ -5,7 +5,10 @@
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
-//       [--seed 1] [--json]
+//       [--seed 1] [--attn_precision fp32|bf16] [--json]
+//
+// --attn_precision bf16 gives the mechanism bf16 q, k and v and a bf16
+// model's precision (its bf16 executors where the CPU has them).
 //
 // One line per (impl, seq, density) case: impl, seq, heads, dim, ms (median
 // of the repeats, after one warm-up), cpu_ms (median CPU time of all
@@ -54,6 +57,8 @@ ABSL_FLAG(std::vector<std::string>, density, std::vector<std::string>({"0"}),
 ABSL_FLAG(int, repeats, 5, "timed repeats per case (median reported)");
 ABSL_FLAG(int, threads, 2, "threads (LibTorch and our executors)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of q, k, v and of sampling planners");
+ABSL_FLAG(std::string, attn_precision, "fp32",
+          "attention: fp32, or bf16 (bf16 operands, a bf16 model's executors)");
 ABSL_FLAG(bool, json, false, "one JSON object per line instead of a table row");
 ABSL_FLAG(bool, single_case, false, "internal: run exactly one case in this process");
 
@@ -93,12 +98,15 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   const double baseline = RssMb();
   const int64_t rows = prepared->extra_positions + c.seq;
   at::manual_seed(c.seed);
-  AttentionInputs inputs{at::randn({1, c.heads, rows, c.head_dim}),
-                         at::randn({1, c.heads, rows, c.head_dim}),
-                         at::randn({1, c.heads, rows, c.head_dim}),
+  const bool bf16 = absl::GetFlag(FLAGS_attn_precision) == "bf16";
+  const at::ScalarType type = bf16 ? at::kBFloat16 : at::kFloat;
+  AttentionInputs inputs{at::randn({1, c.heads, rows, c.head_dim}).to(type),
+                         at::randn({1, c.heads, rows, c.head_dim}).to(type),
+                         at::randn({1, c.heads, rows, c.head_dim}).to(type),
                          {rows},
                          0,
-                         {prepared->options}};
+                         {prepared->options},
+                         bf16 ? Precision::kBf16 : Precision::kFp32};
   std::vector<ItemAttentionCost> costs;
   std::vector<double> times, cpu_times;
   const int repeats = absl::GetFlag(FLAGS_repeats);
@@ -123,18 +131,19 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   const double density = static_cast<double>(edges) / (static_cast<double>(rows) * rows * c.heads);
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
-        "{\"impl\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, \"target_density\": %g, "
+        "{\"impl\": \"%s\", \"precision\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, "
+        "\"target_density\": %g, "
         "\"ms\": %.3f, \"cpu_ms\": %.3f, \"gflops\": %.3f, \"density\": %.6f, \"edges\": %lld, "
         "\"peak_rss_mb\": %.1f, \"baseline_rss_mb\": %.1f, \"threads\": %d}\n",
-        impl.c_str(), static_cast<long long>(c.seq), c.heads, c.head_dim, c.density, median,
-        cpu_median, flops / (median * 1e6), density, static_cast<long long>(edges), RssMb(),
-        baseline, c.threads);
+        impl.c_str(), bf16 ? "bf16" : "fp32", static_cast<long long>(c.seq), c.heads, c.head_dim,
+        c.density, median, cpu_median, flops / (median * 1e6), density,
+        static_cast<long long>(edges), RssMb(), baseline, c.threads);
   } else {
     std::printf(
-        "%-8s seq %6lld  target %-6g  %10.2f ms (cpu %.2f ms)  %8.2f GFLOP/s  density %.4f  "
+        "%-8s %s seq %6lld  target %-6g  %10.2f ms (cpu %.2f ms)  %8.2f GFLOP/s  density %.4f  "
         "peak %8.1f MB (baseline %.1f)\n",
-        impl.c_str(), static_cast<long long>(c.seq), c.density, median, cpu_median,
-        flops / (median * 1e6), density, RssMb(), baseline);
+        impl.c_str(), bf16 ? "bf16" : "fp32", static_cast<long long>(c.seq), c.density, median,
+        cpu_median, flops / (median * 1e6), density, RssMb(), baseline);
   }
   std::fflush(stdout);
   return 0;
@@ -153,6 +162,7 @@ int RunInChild(char* self, const std::string& impl, int64_t seq, const std::stri
                                    absl::StrFormat("--repeats=%d", absl::GetFlag(FLAGS_repeats)),
                                    absl::StrFormat("--threads=%d", absl::GetFlag(FLAGS_threads)),
                                    absl::StrFormat("--seed=%d", absl::GetFlag(FLAGS_seed)),
+                                   "--attn_precision=" + absl::GetFlag(FLAGS_attn_precision),
                                    absl::GetFlag(FLAGS_json) ? "--json" : "--nojson"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -201,7 +211,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
                  "[--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2] "
-                 "[--json]\n"
+                 "[--attn_precision fp32|bf16] [--json]\n"
                  "       docsparse-bench seq2seq [--s2s_tokens 4096,16384] [--s2s_rows 4] "
                  "[--s2s_steps 32] [--repeats 5] [--threads 2] [--json]\n"
                  "       docsparse-bench encoder [--enc_model models/minilm-lsg] "
@@ -220,6 +230,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   using docsparse::bench::AttentionCase;
+  const std::string attention_precision = absl::GetFlag(FLAGS_attn_precision);
+  if (attention_precision != "fp32" && attention_precision != "bf16") {
+    std::fprintf(stderr, "bad --attn_precision %s (fp32 or bf16)\n", attention_precision.c_str());
+    return 2;
+  }
   int status = 0;
   for (const std::string& impl : absl::GetFlag(FLAGS_impl)) {
     for (const std::string& seq_text : absl::GetFlag(FLAGS_seq)) {

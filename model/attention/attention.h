@@ -105,8 +105,9 @@ struct AttentionInputs {
   std::vector<ItemAttentionOptions> item_options;
   // The model's precision (kFp32 or kBf16). With kBf16 a mechanism may run its
   // matrix products in bf16 (dense does, and LSG on AMX or AVX512-BF16: q·kᵀ
-  // and p·v on the CPU's bf16 hardware) or convert to fp32 (SBM); softmax
-  // accumulates in fp32.
+  // and p·v on the CPU's bf16 hardware; SBM and the other lists of pairs q·k
+  // by AVX512-BF16 dot products) or convert to fp32; softmax accumulates in
+  // fp32.
   Precision precision = Precision::kFp32;
   // Architectures whose global tokens have projections of their own
   // (Longformer's query_global, key_global, value_global): makes them from

@@ -88,9 +88,11 @@ HeadEdgeList PatternHeadEdges(const PatternPlan& plan, int32_t head);
 HeadEdgeList UnionOfEdges(const std::vector<HeadEdgeList>& parts);
 
 // The mechanism running `planner`'s plans on the edge executor: per item and
-// head, the planner's list, then softmax over it (fp32; a bf16 model's
-// projections are converted). Knobs are `native` with each item's options
-// over them.
+// head, the planner's list, then softmax over it: a bf16 model's on the bf16
+// edge executor where the CPU has AVX512-BF16 (kernels/edge_attention_bf16.h,
+// its projections read in place), else in fp32 (its projections converted).
+// Planners see fp32 queries and keys. Knobs are `native` with each item's
+// options over them.
 std::unique_ptr<AttentionMechanism> MakeEdgeAttention(AttentionKind kind,
                                                       std::shared_ptr<const EdgePlanner> planner,
                                                       AttentionKnobValues native,

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "kernels/edge_attention.h"
+#include "kernels/edge_attention_bf16.h"
+#include "model/attention/context_buffer.h"
 #include "model/attention/edge_plan.h"
 
 namespace docsparse {
@@ -35,14 +37,21 @@ class EdgePlanAttention final : public AttentionMechanism {
     TORCH_CHECK(in.item_options.empty() || static_cast<int64_t>(in.item_options.size()) == batch,
                 name, " attention: item_options has ", in.item_options.size(), " entries, batch ",
                 batch);
-    // The edge executor is a CPU fp32 kernel: a device or bf16 model's
-    // projections come down and the context goes back.
-    const at::Tensor query = in.query.to(at::kCPU, at::kFloat).contiguous();
-    const at::Tensor key = in.key.to(at::kCPU, at::kFloat).contiguous();
-    const at::Tensor value = in.value.to(at::kCPU, at::kFloat).contiguous();
-    at::Tensor context = at::zeros_like(query);
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1 / std::sqrt(static_cast<double>(head_dim)));
+    const bool bf16 = in.precision == Precision::kBf16 && in.query.is_cpu() &&
+                      in.query.scalar_type() == at::kBFloat16 &&
+                      in.key.scalar_type() == at::kBFloat16 &&
+                      in.value.scalar_type() == at::kBFloat16 &&
+                      EdgeAttentionBf16Available(static_cast<int32_t>(head_dim));
+    // The fp32 executor takes contiguous fp32 operands on the CPU: a device
+    // model's projections come down and its context goes back. The bf16 one
+    // reads the projection where it lies and writes the context where the
+    // output product reads it.
+    const at::Tensor query = bf16 ? in.query : in.query.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor key = bf16 ? in.key : in.key.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor value = bf16 ? in.value : in.value.to(at::kCPU, at::kFloat).contiguous();
+    at::Tensor context = bf16 ? ContextBuffer(in.query, at::kBFloat16) : at::zeros_like(query);
 
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
@@ -51,12 +60,16 @@ class EdgePlanAttention final : public AttentionMechanism {
                   " outside [0, ", seq, "]");
       ItemAttentionCost& cost = (*item_costs)[b];
       cost.head_edges.assign(heads, 0);
-      if (tokens == 0) continue;
+      if (tokens == 0) {
+        if (bf16) context[b].zero_();
+        continue;
+      }
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
       ItemPlanInput input;
-      input.query = query[b].narrow(1, 0, tokens);
-      input.key = key[b].narrow(1, 0, tokens);
+      // The planners compute in fp32.
+      input.query = query[b].narrow(1, 0, tokens).to(at::kFloat);
+      input.key = key[b].narrow(1, 0, tokens).to(at::kFloat);
       input.layer = in.layer;
       input.seed = options.seed;
       input.knobs = native_;
@@ -70,6 +83,10 @@ class EdgePlanAttention final : public AttentionMechanism {
         const EdgeListView view{edges.row_offsets.data(), edges.keys.data(),
                                 static_cast<int32_t>(tokens),
                                 edges.logit_bias.empty() ? nullptr : edges.logit_bias.data()};
+        if (bf16) {
+          AttendHeadBf16(query[b][h], key[b][h], value[b][h], view, scale, threads, context[b][h]);
+          continue;
+        }
         const int64_t offset = (b * heads + h) * seq * head_dim;
         const EdgeAttentionParams params{query.data_ptr<float>() + offset,
                                          key.data_ptr<float>() + offset,
@@ -93,6 +110,34 @@ class EdgePlanAttention final : public AttentionMechanism {
   }
 
  private:
+  // One head's [seq, head_dim] bf16 rows, read and written where they lie.
+  static void AttendHeadBf16(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const EdgeListView& view, float scale, int threads, at::Tensor out) {
+    const auto bits = [](const at::Tensor& t) {
+      return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
+    };
+    const auto rows = [](const at::Tensor& t) {
+      TORCH_CHECK(t.stride(1) == 1, "attention operand: head_dim must be contiguous");
+      return RowLayout{0, 0, t.stride(0)};
+    };
+    EdgeAttentionBf16Params params{bits(q),
+                                   bits(k),
+                                   bits(v),
+                                   reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()),
+                                   &view,
+                                   1,
+                                   1,
+                                   static_cast<int32_t>(q.size(0)),
+                                   static_cast<int32_t>(k.size(0)),
+                                   static_cast<int32_t>(q.size(1)),
+                                   scale,
+                                   rows(q),
+                                   rows(k),
+                                   rows(v),
+                                   rows(out)};
+    EdgeAttentionCpuBf16(params, threads);
+  }
+
   AttentionKind kind_;
   std::shared_ptr<const EdgePlanner> planner_;
   AttentionKnobValues native_;

@@ -2,7 +2,7 @@
 // output equals dense masked attention built with LibTorch from the very
 // edges the planner sampled (fp32, max abs error 1e-5), empty rows give
 // zeros, padding keys never receive weight, and the reported costs are the
-// plan's.
+// plan's; a bf16 model's runs the bf16 executor on the same plans.
 #include "model/attention/sbm_attention.h"
 
 #include <c10/core/InferenceMode.h>
@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/edge_attention_bf16.h"
 #include "model/attention/sbm_parameters.h"
 #include "model/attention/sbm_planner.h"
 
@@ -182,6 +183,45 @@ TEST_F(SbmAttentionTest, CostsOrderAsBudgets) {
     previous_edges = edges;
     previous_flops = flops;
   }
+}
+
+// A bf16 model's SBM attention (the bf16 edge executor reading q, k and v
+// where an interleaved [batch, seq, 3, heads, head_dim] projection left
+// them) against the fp32 path on the same bf16 values: the same plans, so
+// the same reported edges, and outputs that differ by bf16 rounding only;
+// zeros for padding rows and for an empty item.
+TEST(SbmAttentionBf16Test, Bf16ModelMatchesFp32OnTheSamePlans) {
+  constexpr int kDim = 32;  // the bf16 executor takes whole vectors of bf16 pairs
+  if (!EdgeAttentionBf16Available(kDim)) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  c10::InferenceMode inference_mode;
+  const auto parameters = SbmParameters::Random(2, kHeads, kDim, kClusters, 23);
+  const std::vector<int64_t> lengths = {150, 97, 0, 1};
+  const int64_t batch = 4, seq = 150;
+  std::vector<ItemAttentionOptions> options(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    options[b].seed = 40 + b;
+    options[b].knobs[kSbmTargetDensityKnob] = b == 0 ? 0.3 : 0.1;
+  }
+  at::manual_seed(5);
+  const at::Tensor qkv =
+      (at::randn({batch, seq, 3, kHeads, kDim}) * 1.5).to(at::kBFloat16).permute({2, 0, 3, 1, 4});
+  AttentionInputs bf16{qkv[0], qkv[1], qkv[2], lengths, 1, options, Precision::kBf16};
+  AttentionInputs fp32{
+      qkv[0].to(at::kFloat), qkv[1].to(at::kFloat), qkv[2].to(at::kFloat), lengths, 1, options,
+      Precision::kFp32};
+  const auto attention = MakeSbmAttention(parameters);
+  std::vector<ItemAttentionCost> got_costs, want_costs;
+  const at::Tensor got = attention->Forward(bf16, &got_costs);
+  const at::Tensor want = attention->Forward(fp32, &want_costs);
+  EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+  const at::Tensor error = (got.to(at::kFloat) - want).abs();
+  EXPECT_TRUE((error <= want.abs() * 4.5e-3 + 1e-5).all().item<bool>())
+      << "worst " << error.max().item<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    EXPECT_EQ(got_costs[b].head_edges, want_costs[b].head_edges) << "item " << b;
+    EXPECT_EQ(got[b].slice(1, lengths[b]).abs().sum().item<float>(), 0.0f) << "padding of " << b;
+  }
+  EXPECT_GT(want.abs().max().item<float>(), 0.1f);
 }
 
 TEST_F(SbmAttentionTest, ReportsItsKind) {
