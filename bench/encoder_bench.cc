@@ -18,6 +18,9 @@
 #include "common/cpu_runtime.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/lsg_attention.h"
+#include "model/attention/planner_registry.h"
+#include "model/attention/sbm_attention.h"
+#include "model/attention/sbm_parameters.h"
 #include "model/checkpoint/hf_config.h"
 #include "model/encoder/encoder.h"
 #include "model/encoder/linear.h"
@@ -26,6 +29,11 @@
 ABSL_FLAG(std::string, enc_model, "models/minilm-lsg", "encoder: the model folder");
 ABSL_FLAG(std::vector<std::string>, enc_tokens, std::vector<std::string>({"512", "4096", "16384"}),
           "encoder: document lengths, special tokens included");
+ABSL_FLAG(std::string, enc_attention, "checkpoint",
+          "encoder: the checkpoint's own attention (dense, or LSG for an LSG checkpoint), or sbm "
+          "(the model folder's sbm.safetensors)");
+ABSL_FLAG(double, enc_density, 0,
+          "encoder: with --enc_attention sbm, the target density (0: the calibrated model's own)");
 ABSL_FLAG(std::vector<std::string>, enc_precision, std::vector<std::string>({"fp32", "bf16"}),
           "encoder: precisions (fp32, bf16, int8, auto)");
 
@@ -62,12 +70,37 @@ double LinearMs(const EncoderShape& shape, int64_t rows, Precision precision, in
   return ms * shape.num_layers;
 }
 
+// The attention options of every document: a fixed seed, and with
+// --enc_attention sbm its --enc_density target.
+ItemAttentionOptions Options() {
+  ItemAttentionOptions options;
+  options.seed = 1;
+  const double density = absl::GetFlag(FLAGS_enc_density);
+  if (density > 0) options.knobs[kSbmTargetDensityKnob] = density;
+  return options;
+}
+
+// The mechanism --enc_attention names for the model in `dir`.
+absl::StatusOr<std::unique_ptr<AttentionMechanism>> MakeAttention(const std::string& dir,
+                                                                  const EncoderConfig& config) {
+  const std::string kind = absl::GetFlag(FLAGS_enc_attention);
+  if (kind == "checkpoint") return MakeCheckpointAttention(config.lsg);
+  if (kind != "sbm") {
+    return absl::InvalidArgumentError("--enc_attention " + kind + ": checkpoint or sbm");
+  }
+  absl::StatusOr<std::shared_ptr<const SbmParameters>> parameters =
+      SbmParameters::LoadFromModelDir(dir, EncoderShapeOf(config));
+  if (!parameters.ok()) return parameters.status();
+  return MakeSbmAttention(*parameters);
+}
+
 int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int repeats) {
   const EncoderShape shape = encoder.shape();
   EncoderBatch batch;
   std::vector<int32_t> ids(static_cast<size_t>(tokens));
   for (int64_t i = 0; i < tokens; ++i) ids[i] = static_cast<int32_t>(1000 + (i * 7919) % 20000);
   batch.sequences.push_back(ids);
+  batch.attention_options.push_back(Options());
 
   Breakdown b;
   CostAccount cost(shape);
@@ -91,8 +124,8 @@ int RunCase(const Encoder& encoder, int64_t tokens, Precision precision, int rep
   };
   const Precision attention_precision =
       ActivationType(encoder.precision()) == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
-  AttentionInputs inputs{activations(),      activations(), activations(), {rows}, 0, {},
-                         attention_precision};
+  AttentionInputs inputs{activations(), activations(),      activations(), {rows}, 0,
+                         {Options()},   attention_precision};
   std::vector<ItemAttentionCost> item_costs;
   b.attention_ms = shape.num_layers *
                    MedianMs(repeats, [&] { encoder.attention().Forward(inputs, &item_costs); });
@@ -145,8 +178,13 @@ int RunEncoderBench() {
       std::fprintf(stderr, "bad --enc_precision %s (fp32, bf16, auto)\n", precision_text.c_str());
       return 2;
     }
+    absl::StatusOr<std::unique_ptr<AttentionMechanism>> attention = MakeAttention(dir, *config);
+    if (!attention.ok()) {
+      std::fprintf(stderr, "%s\n", attention.status().ToString().c_str());
+      return 2;
+    }
     absl::StatusOr<std::unique_ptr<Encoder>> encoder =
-        Encoder::Create(dir, *config, MakeCheckpointAttention(config->lsg), *precision);
+        Encoder::Create(dir, *config, std::move(*attention), *precision);
     if (!encoder.ok()) {
       std::fprintf(stderr, "%s\n", encoder.status().ToString().c_str());
       return 1;

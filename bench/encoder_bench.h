@@ -6,7 +6,12 @@
 //
 //   docsparse-bench encoder --enc_model models/minilm-lsg
 //       [--enc_tokens 512,4096,16384] [--enc_precision fp32,bf16]
+//       [--enc_attention checkpoint|sbm] [--enc_density D]
 //       [--repeats 5] [--threads 2] [--json]
+//
+// --enc_attention sbm runs SBM from the folder's sbm.safetensors (e.g.
+// models/minilm-sbm) instead of the checkpoint's own attention, at the
+// calibrated model's density or --enc_density's target; seed 1.
 //
 // One line per (tokens, precision): forward_ms (median after one warm-up),
 // docs_per_s, model GFLOP/s (cost model FLOPs / time), and per layer type the
