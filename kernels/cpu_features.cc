@@ -3,6 +3,8 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 namespace docsparse {
 namespace {
@@ -35,20 +37,49 @@ CpuFeatures Detect() {
     features.avx512f = avx512_state && (ebx & (1u << 16)) != 0;
     features.avx512bw_vl = features.avx512f && (ebx & (1u << 30)) != 0 && (ebx & (1u << 31)) != 0;
     features.avx512dq = features.avx512f && (ebx & (1u << 17)) != 0;
+    features.int8_dot = features.avx512f && (ecx & (1u << 11)) != 0;  // AVX512_VNNI
     const bool amx_tile = (edx & (1u << 24)) != 0;
     features.amx_bf16 = amx_state && amx_tile && (edx & (1u << 22)) != 0;
     features.amx_int8 = amx_state && amx_tile && (edx & (1u << 25)) != 0;
   }
-  if (features.avx512f && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
-    features.avx512_bf16 = (eax & (1u << 5)) != 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    features.avx512_bf16 = features.avx512f && (eax & (1u << 5)) != 0;
+    features.int8_dot = features.int8_dot || (features.avx2_fma && (eax & (1u << 4)) != 0);
   }
   return features;
 }
 
 }  // namespace
 
+bool CapCpuFeatures(std::string_view max_isa, CpuFeatures* features) {
+  CpuFeatures capped = *features;
+  if (max_isa.empty() || max_isa == "amx") {
+    // No cap.
+  } else if (max_isa == "avx512_bf16") {
+    capped.amx_bf16 = capped.amx_int8 = false;
+  } else if (max_isa == "avx512") {
+    capped.amx_bf16 = capped.amx_int8 = capped.avx512_bf16 = false;
+  } else if (max_isa == "avx2" || max_isa == "baseline") {
+    capped = CpuFeatures{};
+    capped.avx2_fma = max_isa == "avx2" && features->avx2_fma;
+  } else {
+    return false;
+  }
+  *features = capped;
+  return true;
+}
+
 const CpuFeatures& HostCpuFeatures() {
-  static const CpuFeatures features = Detect();
+  static const CpuFeatures features = [] {
+    CpuFeatures detected = Detect();
+    const char* cap = std::getenv(kMaxCpuIsaVariable);
+    if (cap != nullptr && !CapCpuFeatures(cap, &detected)) {
+      std::fprintf(stderr, "%s=%s: expected amx, avx512_bf16, avx512, avx2 or baseline\n",
+                   kMaxCpuIsaVariable, cap);
+      std::exit(2);
+    }
+    return detected;
+  }();
   return features;
 }
 

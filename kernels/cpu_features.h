@@ -16,9 +16,28 @@ struct CpuFeatures {
   bool avx512_bf16 = false;  // VDPBF16PS
   bool amx_bf16 = false;     // AMX tiles with BF16, tile state enabled by the OS
   bool amx_int8 = false;
+  // int8 dot products that sum in int32 (AVX512-VNNI or AVX-VNNI). Without
+  // them int8 products go through VPMADDUBSW, whose pairs of products
+  // saturate at int16.
+  bool int8_dot = false;
 };
 
-// This machine's features; computed on first use, then cached (thread-safe).
+// The environment variable that caps the instruction sets our kernels use,
+// as ONEDNN_MAX_CPU_ISA caps oneDNN's: "amx", "avx512_bf16", "avx512",
+// "avx2" or "baseline" (the names IsaName prints); unset or empty: no cap. A
+// cap only removes what the CPU has, so that the code paths of an older kind
+// of machine (AVX2 only, say) can be tested and measured on a newer one;
+// kernels/packed_linear caps oneDNN's products to match. Any other value
+// stops the process with a message naming the variable.
+inline constexpr char kMaxCpuIsaVariable[] = "DOCSPARSE_MAX_CPU_ISA";
+
+// Removes from `features` what lies above `max_isa` (one of the names
+// above, or empty for none); false, and `features` untouched, for any other
+// name.
+bool CapCpuFeatures(std::string_view max_isa, CpuFeatures* features);
+
+// This machine's features under kMaxCpuIsaVariable's cap; computed on first
+// use, then cached (thread-safe).
 const CpuFeatures& HostCpuFeatures();
 
 // The best instruction set among the ones above, as benchmarks and the cost

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <dnnl.hpp>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/int8_rows.h"
 
 namespace docsparse {
@@ -16,8 +20,41 @@ namespace {
 
 using dnnl::memory;
 
+// Caps oneDNN's instruction sets at ours where kMaxCpuIsaVariable caps
+// ours (cpu_features.h), before its first primitive: products and
+// attention then measure the same kind of machine.
+void CapOneDnnIsa() {
+  const char* cap = std::getenv(kMaxCpuIsaVariable);
+  if (cap == nullptr || *cap == '\0') return;
+  const std::string_view isa = IsaName(HostCpuFeatures());
+  if (isa == "amx") return;
+  const dnnl::cpu_isa onednn_isa = isa == "avx512_bf16" ? dnnl::cpu_isa::avx512_core_bf16
+                                   : isa == "avx512"    ? dnnl::cpu_isa::avx512_core
+                                   : isa == "avx2"      ? dnnl::cpu_isa::avx2
+                                                        : dnnl::cpu_isa::sse41;
+  try {
+    dnnl::set_max_cpu_isa(onednn_isa);
+  } catch (const dnnl::error&) {
+    // Another library (LibTorch shares this oneDNN) used it first.
+    std::fprintf(stderr,
+                 "%s=%s: oneDNN was already in use and keeps its own instruction sets; set "
+                 "ONEDNN_MAX_CPU_ISA as well\n",
+                 kMaxCpuIsaVariable, cap);
+  }
+}
+
+// The int8 weights' largest magnitude. Without int32 dot products (VNNI,
+// AMX) oneDNN multiplies u8 activations (s8 shifted by 128) by s8 weights
+// with VPMADDUBSW, which adds each pair of products in int16: 255 · 127 · 2
+// saturates, 255 · 63 · 2 = 32,130 does not. Seven-bit weights there, as
+// ONNX Runtime's reduce_range and FBGEMM do on such CPUs.
+float WeightLevels(const CpuFeatures& cpu) { return cpu.int8_dot || cpu.amx_int8 ? 127.0f : 63.0f; }
+
 const dnnl::engine& CpuEngine() {
-  static const dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine* engine = [] {
+    CapOneDnnIsa();
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return *engine;
 }
 
@@ -93,7 +130,7 @@ struct PackedLinear::State {
   std::vector<float> bias_values;
   memory bias;  // empty without a bias and with int8 weights
   std::string implementation;
-  // int8 weights: per output channel, max |w| / 127.
+  // int8 weights: per output channel, max |w| / WeightLevels().
   std::vector<float> channel_scales;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
@@ -158,14 +195,15 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   // int8: each output channel (a row of W) quantized symmetrically.
   std::vector<int8_t> quantized;
   if (state->int8()) {
+    const float levels = WeightLevels(HostCpuFeatures());
     quantized.resize(static_cast<size_t>(out_features * in_features));
     state->channel_scales.resize(out_features);
     for (int64_t n = 0; n < out_features; ++n) {
       const float* row = weight + n * in_features;
       float max_abs = 0;
       for (int64_t k = 0; k < in_features; ++k) max_abs = std::max(max_abs, std::fabs(row[k]));
-      state->channel_scales[n] = max_abs / 127.0f;
-      const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
+      state->channel_scales[n] = max_abs / levels;
+      const float inverse = max_abs > 0 ? levels / max_abs : 0.0f;
       for (int64_t k = 0; k < in_features; ++k) {
         quantized[n * in_features + k] = static_cast<int8_t>(std::nearbyint(row[k] * inverse));
       }

@@ -1,6 +1,26 @@
 #include "model/encoder/linear_precision.h"
 
+#include <cstdlib>
+
 namespace docsparse {
+namespace {
+
+// Under kMaxCpuIsaVariable's cap (kernels/cpu_features.h), where the capped
+// CPU has no bf16 products, LibTorch's own bf16 operations must not take
+// oneDNN's either: LibTorch chooses by the CPU's flags, which the cap leaves
+// alone, and oneDNN, capped, has none to give. LibTorch's own loops run
+// instead, as on such a CPU.
+void LibTorchFollowsTheIsaCap() {
+  static const bool applied = [] {
+    const char* cap = std::getenv(kMaxCpuIsaVariable);
+    if (cap == nullptr || *cap == '\0' || HasNativeBf16(HostCpuFeatures())) return false;
+    at::globalContext().setUserEnabledMkldnn(false);
+    return true;
+  }();
+  (void)applied;
+}
+
+}  // namespace
 
 Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu) {
   if (requested != Precision::kAuto) return requested;
@@ -8,6 +28,7 @@ Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu) {
 }
 
 at::ScalarType ActivationType(Precision precision, const CpuFeatures& cpu) {
+  LibTorchFollowsTheIsaCap();
   const bool bf16 =
       precision == Precision::kBf16 || (precision == Precision::kInt8 && HasNativeBf16(cpu));
   return bf16 ? at::kBFloat16 : at::kFloat;
