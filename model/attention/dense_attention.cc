@@ -17,18 +17,20 @@ namespace docsparse {
 
 namespace {
 
-// The fp32 reference: BLAS products, HF's additive mask.
+// The fp32 reference: BLAS products, HF's additive mask (on the inputs'
+// values in fp32 whatever their type).
 at::Tensor Fp32Context(const AttentionInputs& in, double scale) {
   const int64_t batch = in.query.size(0);
   const int64_t seq = in.query.size(2);
-  at::Tensor scores = at::matmul(in.query, in.key.transpose(-1, -2)).mul_(scale);
+  at::Tensor scores =
+      at::matmul(in.query.to(at::kFloat), in.key.to(at::kFloat).transpose(-1, -2)).mul_(scale);
   // Hugging Face adds finfo(float32).min to padding keys rather than -inf,
   // so a fully padded row stays finite; we do the same for parity.
   at::Tensor positions = at::arange(seq, in.query.options().dtype(at::kLong));
   at::Tensor lengths = at::tensor(in.lengths, at::kLong).unsqueeze(1);
   at::Tensor padding = positions.unsqueeze(0).ge(lengths);  // [batch, seq]
   scores.masked_fill_(padding.view({batch, 1, 1, seq}), std::numeric_limits<float>::lowest());
-  return at::matmul(at::softmax(scores, -1), in.value);
+  return at::matmul(at::softmax(scores, -1), in.value.to(at::kFloat));
 }
 
 // A bf16 model: both products in bf16 (oneDNN on AMX or AVX512-BF16), and
@@ -176,13 +178,16 @@ class DenseAttention final : public AttentionMechanism {
     at::Tensor context;
     if (in.query.is_cuda()) {
       context = DeviceContext(in, static_cast<float>(scale));
-    } else if (in.precision == Precision::kBf16) {
+    } else if (in.precision == Precision::kBf16 && HasNativeBf16(HostCpuFeatures())) {
       const Bf16AttentionExecutor executor =
           ChooseBf16AttentionExecutor(static_cast<int32_t>(head_dim));
       context = executor != nullptr
                     ? Bf16KernelContext(in, static_cast<float>(scale), threads, executor)
                     : Bf16Context(in, static_cast<float>(scale));
     } else {
+      // fp32, or a bf16 model on a CPU without bf16 products (AVX2 only):
+      // its values on the fp32 executor, instead of LibTorch's emulated bf16
+      // products.
       context = HostCpuFeatures().avx2_fma && head_dim % 8 == 0
                     ? SimdContext(in, static_cast<float>(scale), threads)
                     : Fp32Context(in, scale);

@@ -61,7 +61,8 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
       precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType,
       activation_in_product_ ? InProduct(activation_) : LinearActivation::kNone);
   if (!packed_) {
-    weight_ = w.to(type_);
+    bf16_in_fp32_ = type_ == at::kBFloat16;
+    weight_ = bf16_in_fp32_ ? w.to(at::kBFloat16).to(at::kFloat) : w.to(type_);
     activation_in_product_ = false;
   }
   if (b.defined()) bias_ = b.to(type_);
@@ -77,6 +78,11 @@ at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
     return activation_.has_value() && !activation_in_product_ ? ApplyActivation(y, *activation_)
                                                               : y;
   };
+  if (bf16_in_fp32_) {
+    const at::Tensor product = at::linear(x.to(type_).to(at::kFloat), weight_,
+                                          bias.defined() ? bias.to(at::kFloat) : bias);
+    return activate(product).to(type_);
+  }
   if (!packed_) return activate(at::linear(x.to(type_), weight_, bias));
   const at::Tensor in = x.to(type_).contiguous();
   std::vector<int64_t> sizes = in.sizes().vec();
@@ -96,6 +102,7 @@ at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
 
 std::string Linear::implementation() const {
   if (packed_) return "onednn:" + packed_->implementation();
+  if (bf16_in_fp32_) return "libtorch:bf16-in-fp32";
   return weight_.defined() && weight_.is_cuda() ? "libtorch:cuda" : "libtorch";
 }
 

@@ -50,7 +50,7 @@ class Linear {
 
   // The bias in the activation type (for kByCaller).
   const at::Tensor& bias() const { return bias_; }
-  // "onednn:<kernel>" or "libtorch".
+  // "onednn:<kernel>", "libtorch" or "libtorch:bf16-in-fp32" (see bf16_in_fp32_).
   std::string implementation() const;
 
  private:
@@ -65,6 +65,12 @@ class Linear {
   // activation type (kept for kByCaller and the fallback).
   at::Tensor weight_;
   at::Tensor bias_;
+  // The CPU fallback of a bf16 product (no oneDNN bf16 product on this CPU:
+  // AVX2 only): weight_ holds the bf16-rounded weights as fp32 and the
+  // product runs in fp32 on bf16 inputs, as bf16 hardware computes it (exact
+  // products, fp32 sums), then rounds to bf16; LibTorch's own bf16 products
+  // there are an emulation several times slower.
+  bool bf16_in_fp32_ = false;
 };
 
 }  // namespace docsparse

@@ -67,6 +67,14 @@ TEST(LinearTest, ResultsInCallerStorageMatchFreshOnesAndReuseIt) {
     const at::Tensor first = linear(big, &storage);
     EXPECT_TRUE(at::equal(first, linear(big))) << PrecisionName(precision);
     EXPECT_EQ(first.sizes(), (std::vector<int64_t>{3, 9, 40}));
+    // Only oneDNN's products write into the storage (bf16 without bf16
+    // products on the CPU, AVX2 only, takes LibTorch's fp32 ones).
+    if (linear.implementation().rfind("onednn:", 0) != 0) {
+      EXPECT_EQ(precision, Precision::kBf16) << linear.implementation();
+      const at::Tensor small = at::randn({5, 48});
+      EXPECT_TRUE(at::equal(linear(small, &storage), linear(small)));
+      continue;
+    }
     const void* data = storage.data_ptr();
     // A smaller product reuses the storage; a larger one grows it.
     const at::Tensor small = at::randn({5, 48});
