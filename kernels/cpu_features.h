@@ -27,8 +27,9 @@ struct CpuFeatures {
 // "avx2" or "baseline" (the names IsaName prints); unset or empty: no cap. A
 // cap only removes what the CPU has, so that the code paths of an older kind
 // of machine (AVX2 only, say) can be tested and measured on a newer one;
-// kernels/packed_linear caps oneDNN's products to match. Any other value
-// stops the process with a message naming the variable.
+// kernels/packed_linear caps oneDNN's products to match (OpenBLAS, which
+// LibTorch's fp32 fallbacks call, takes OPENBLAS_CORETYPE=Haswell). Any
+// other value stops the process with a message naming the variable.
 inline constexpr char kMaxCpuIsaVariable[] = "DOCSPARSE_MAX_CPU_ISA";
 
 // Removes from `features` what lies above `max_isa` (one of the names
