@@ -68,13 +68,19 @@ Problem MakeProblem(int heads, int seq, int head_dim, const std::vector<int>& le
   return p;
 }
 
-std::vector<float> RunKernel(const Problem& p, int threads, EdgeKernelIsa isa) {
-  std::vector<float> out(p.q.size(), -7.0f);  // every element must be written
+// The CSR views of every (item, head).
+std::vector<EdgeListView> Views(const Problem& p) {
   std::vector<EdgeListView> views;
   for (size_t i = 0; i < p.keys.size(); ++i) {
     views.push_back({p.offsets[i].data(), p.keys[i].data(), p.rows[i],
                      p.bias.empty() ? nullptr : p.bias[i].data()});
   }
+  return views;
+}
+
+std::vector<float> RunKernel(const Problem& p, int threads, EdgeKernelIsa isa) {
+  std::vector<float> out(p.q.size(), -7.0f);  // every element must be written
+  const std::vector<EdgeListView> views = Views(p);
   EdgeAttentionParams params{p.q.data(),
                              p.k.data(),
                              p.v.data(),
@@ -233,15 +239,6 @@ Bf16Operands RoundToBf16(Problem* p) {
     }
   }
   return bits;
-}
-
-std::vector<EdgeListView> Views(const Problem& p) {
-  std::vector<EdgeListView> views;
-  for (size_t i = 0; i < p.keys.size(); ++i) {
-    views.push_back({p.offsets[i].data(), p.keys[i].data(), p.rows[i],
-                     p.bias.empty() ? nullptr : p.bias[i].data()});
-  }
-  return views;
 }
 
 // The bf16 executor on contiguous operands; the output widened to fp32.
