@@ -26,10 +26,15 @@ using dnnl::memory;
 void CapOneDnnIsa() {
   const char* cap = std::getenv(kMaxCpuIsaVariable);
   if (cap == nullptr || *cap == '\0') return;
-  const std::string_view isa = IsaName(HostCpuFeatures());
+  const CpuFeatures& cpu = HostCpuFeatures();
+  const std::string_view isa = IsaName(cpu);
   if (isa == "amx") return;
+  // "avx512" keeps VNNI where the CPU has it: the int8 weights' range
+  // (WeightLevels) assumes oneDNN uses it then.
+  const dnnl::cpu_isa avx512 =
+      cpu.int8_dot ? dnnl::cpu_isa::avx512_core_vnni : dnnl::cpu_isa::avx512_core;
   const dnnl::cpu_isa onednn_isa = isa == "avx512_bf16" ? dnnl::cpu_isa::avx512_core_bf16
-                                   : isa == "avx512"    ? dnnl::cpu_isa::avx512_core
+                                   : isa == "avx512"    ? avx512
                                    : isa == "avx2"      ? dnnl::cpu_isa::avx2
                                                         : dnnl::cpu_isa::sse41;
   try {
