@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace docsparse {
 namespace {
 
@@ -60,6 +62,21 @@ TEST(CpuFeaturesTest, UnknownNamesAreRefusedAndChangeNothing) {
     EXPECT_FALSE(CapCpuFeatures(name, &f)) << name;
     EXPECT_EQ(IsaName(f), "amx") << name;
   }
+}
+
+// An unknown value stops the process at the first use, naming the variable
+// and the values it takes (a cap that silently did nothing would make every
+// figure measured under it wrong). "threadsafe" death tests re-run the
+// binary, so the child's features are read afresh.
+TEST(CpuFeaturesDeathTest, UnknownCapStopsTheProcessNamingTheVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv(kMaxCpuIsaVariable, "avx3", 1);
+        HostCpuFeatures();
+      },
+      ::testing::ExitedWithCode(2),
+      "DOCSPARSE_MAX_CPU_ISA=avx3: expected amx, avx512_bf16, avx512, avx2 or baseline");
 }
 
 }  // namespace
