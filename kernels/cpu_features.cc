@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace docsparse {
 namespace {
@@ -69,13 +70,21 @@ bool CapCpuFeatures(std::string_view max_isa, CpuFeatures* features) {
   return true;
 }
 
+std::string_view HostMaxCpuIsa() {
+  static const std::string cap = [] {
+    const char* value = std::getenv(kMaxCpuIsaVariable);
+    return std::string(value != nullptr ? value : "");
+  }();
+  return cap;
+}
+
 const CpuFeatures& HostCpuFeatures() {
   static const CpuFeatures features = [] {
     CpuFeatures detected = Detect();
-    const char* cap = std::getenv(kMaxCpuIsaVariable);
-    if (cap != nullptr && !CapCpuFeatures(cap, &detected)) {
-      std::fprintf(stderr, "%s=%s: expected amx, avx512_bf16, avx512, avx2 or baseline\n",
-                   kMaxCpuIsaVariable, cap);
+    const std::string_view cap = HostMaxCpuIsa();
+    if (!CapCpuFeatures(cap, &detected)) {
+      std::fprintf(stderr, "%s=%.*s: expected amx, avx512_bf16, avx512, avx2 or baseline\n",
+                   kMaxCpuIsaVariable, static_cast<int>(cap.size()), cap.data());
       std::exit(2);
     }
     return detected;

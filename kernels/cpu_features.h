@@ -41,6 +41,10 @@ bool CapCpuFeatures(std::string_view max_isa, CpuFeatures* features);
 // use, then cached (thread-safe).
 const CpuFeatures& HostCpuFeatures();
 
+// kMaxCpuIsaVariable's value in this process ("" where unset): whether, and
+// where, HostCpuFeatures is capped. Read once.
+std::string_view HostMaxCpuIsa();
+
 // The best instruction set among the ones above, as benchmarks and the cost
 // report print it: "amx", "avx512_bf16", "avx512", "avx2" or "baseline".
 std::string_view IsaName(const CpuFeatures& features);

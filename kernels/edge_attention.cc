@@ -3,14 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu_features.h"
-#include "kernels/parallel_workers.h"
+#include "kernels/edge_row_blocks.h"
 #include "kernels/vector_exp.h"
 
 namespace docsparse {
@@ -20,9 +19,6 @@ namespace {
 // rescaled once per chunk instead of once per key, and a chunk of scores
 // (256 bytes) stays in L1.
 constexpr int kChunk = 64;
-// Queries per work item: small enough to balance rows of uneven degree over
-// threads, large enough that the atomic counter is not contended.
-constexpr int32_t kRowsPerTask = 32;
 
 struct RowScratch {
   float* scores;  // [kChunk]
@@ -286,16 +282,10 @@ RowKernel ChooseRowKernel(const EdgeAttentionParams& p) {
 
 void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
   const RowKernel attend_row = ChooseRowKernel(p);
-  const int64_t tasks_per_head = (p.q_len + kRowsPerTask - 1) / kRowsPerTask;
-  const int64_t tasks = static_cast<int64_t>(p.batch) * p.heads * tasks_per_head;
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    std::vector<float> buffer(kChunk + p.head_dim);
-    const RowScratch scratch{buffer.data(), buffer.data() + kChunk};
-    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
-      const int64_t batch_head = task / tasks_per_head;
-      const int32_t first = static_cast<int32_t>(task % tasks_per_head) * kRowsPerTask;
-      const int32_t last = std::min(first + kRowsPerTask, p.q_len);
+  ForEachEdgeRowBlock(int64_t{p.batch} * p.heads, p.q_len, num_threads, [&]() {
+    return [&p, attend_row, buffer = std::vector<float>(kChunk + p.head_dim)](
+               int64_t batch_head, int32_t first, int32_t last) mutable {
+      const RowScratch scratch{buffer.data(), buffer.data() + kChunk};
       const EdgeListView& view = p.edges[batch_head];
       const float* keys = p.k + batch_head * p.k_len * p.head_dim;
       const float* values = p.v + batch_head * p.k_len * p.head_dim;
@@ -311,10 +301,8 @@ void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
         attend_row(p.q + offset, keys, values, view.keys + begin, count, p.head_dim, p.scale,
                    view.logit_bias != nullptr ? view.logit_bias + begin : nullptr, scratch, out);
       }
-    }
-  };
-  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, tasks)));
-  RunParallelWorkers(threads, worker);
+    };
+  });
 }
 
 }  // namespace docsparse

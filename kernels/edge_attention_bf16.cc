@@ -3,13 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
-#include "kernels/parallel_workers.h"
+#include "kernels/edge_row_blocks.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -24,8 +24,6 @@ namespace {
 // Keys per online-softmax step, as the fp32 executor: the running maximum
 // and the accumulator are rescaled once per chunk.
 constexpr int kChunk = 64;
-// Queries per work item (see edge_attention.cc).
-constexpr int32_t kRowsPerTask = 32;
 // How many edges ahead a row's key and value rows are prefetched: the edges
 // jump around the sequence, so the hardware prefetcher cannot guess them.
 constexpr int kAhead = 16;
@@ -61,12 +59,6 @@ DOCSPARSE_EDGE_BF16 inline __m512 SumEachOf16(const __m512 x[16]) {
                        _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
 }
 
-// 16 bf16 values widened to fp32.
-DOCSPARSE_EDGE_BF16 inline __m512 WidenBf16(const uint16_t* src) {
-  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
-
 DOCSPARSE_EDGE_BF16 inline void Prefetch(const uint16_t* row, int bytes) {
   for (int byte = 0; byte < bytes; byte += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(row) + byte, _MM_HINT_T0);
@@ -83,7 +75,7 @@ struct HeadRows {
 
 // One query row of head_dim = 32·W: scores of 16 keys at a time (W
 // VDPBF16PS each, then SumEachOf16), the chunk's online-softmax update in
-// fp32 vectors, p·v with the values widened to fp32, the output rounded to
+// fp32 vectors, p·v with the values widened to fp32 (LoadBf16x16), the output rounded to
 // bf16. `scores` holds kChunk floats.
 template <int W>
 DOCSPARSE_EDGE_BF16 void AttendRowBf16(const uint16_t* query, const HeadRows& head,
@@ -155,7 +147,7 @@ DOCSPARSE_EDGE_BF16 void AttendRowBf16(const uint16_t* query, const HeadRows& he
       const __m512 p = _mm512_set1_ps(scores[t]);
       const uint16_t* v = head.values + chunk[t] * head.value_stride;
       for (int c = 0; c < kAccumulators; ++c) {
-        acc[c] = _mm512_fmadd_ps(p, WidenBf16(v + 16 * c), acc[c]);
+        acc[c] = _mm512_fmadd_ps(p, LoadBf16x16(v + 16 * c, 0xFFFF), acc[c]);
       }
     }
   }
@@ -196,15 +188,9 @@ void EdgeAttentionCpuBf16(const EdgeAttentionBf16Params& p, int num_threads) {
   const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, p.head_dim);
   const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, p.head_dim);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, p.head_dim);
-  const int64_t tasks_per_head = (p.q_len + kRowsPerTask - 1) / kRowsPerTask;
-  const int64_t tasks = static_cast<int64_t>(p.batch) * p.heads * tasks_per_head;
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    alignas(64) float scores[kChunk];
-    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
-      const int64_t batch_head = task / tasks_per_head;
-      const int32_t first = static_cast<int32_t>(task % tasks_per_head) * kRowsPerTask;
-      const int32_t last = std::min(first + kRowsPerTask, p.q_len);
+  ForEachEdgeRowBlock(int64_t{p.batch} * p.heads, p.q_len, num_threads, [&]() {
+    return [&, scores = std::array<float, kChunk>{}](int64_t batch_head, int32_t first,
+                                                     int32_t last) mutable {
       const EdgeListView& view = p.edges[batch_head];
       const HeadRows head{p.k + k_layout.Start(batch_head, p.heads), k_layout.row_stride,
                           p.v + v_layout.Start(batch_head, p.heads), v_layout.row_stride};
@@ -219,12 +205,11 @@ void EdgeAttentionCpuBf16(const EdgeAttentionBf16Params& p, int num_threads) {
         const int64_t begin = view.row_offsets[row];
         attend_row(queries + row * q_layout.row_stride, head, view.keys + begin,
                    view.row_offsets[row + 1] - begin, p.scale,
-                   view.logit_bias != nullptr ? view.logit_bias + begin : nullptr, scores, out);
+                   view.logit_bias != nullptr ? view.logit_bias + begin : nullptr, scores.data(),
+                   out);
       }
-    }
-  };
-  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, tasks)));
-  RunParallelWorkers(threads, worker);
+    };
+  });
 }
 
 }  // namespace docsparse

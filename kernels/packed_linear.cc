@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <dnnl.hpp>
 #include <mutex>
 #include <string_view>
@@ -24,8 +23,7 @@ using dnnl::memory;
 // ours (cpu_features.h), before its first primitive: products and
 // attention then measure the same kind of machine.
 void CapOneDnnIsa() {
-  const char* cap = std::getenv(kMaxCpuIsaVariable);
-  if (cap == nullptr || *cap == '\0') return;
+  if (HostMaxCpuIsa().empty()) return;
   const CpuFeatures& cpu = HostCpuFeatures();
   const std::string_view isa = IsaName(cpu);
   if (isa == "amx") return;
@@ -42,9 +40,10 @@ void CapOneDnnIsa() {
   } catch (const dnnl::error&) {
     // Another library (LibTorch shares this oneDNN) used it first.
     std::fprintf(stderr,
-                 "%s=%s: oneDNN was already in use and keeps its own instruction sets; set "
+                 "%s=%.*s: oneDNN was already in use and keeps its own instruction sets; set "
                  "ONEDNN_MAX_CPU_ISA as well\n",
-                 kMaxCpuIsaVariable, cap);
+                 kMaxCpuIsaVariable, static_cast<int>(HostMaxCpuIsa().size()),
+                 HostMaxCpuIsa().data());
   }
 }
 

@@ -1,7 +1,5 @@
 #include "model/encoder/linear_precision.h"
 
-#include <cstdlib>
-
 namespace docsparse {
 namespace {
 
@@ -12,8 +10,7 @@ namespace {
 // instead, as on such a CPU.
 void LibTorchFollowsTheIsaCap() {
   static const bool applied = [] {
-    const char* cap = std::getenv(kMaxCpuIsaVariable);
-    if (cap == nullptr || *cap == '\0' || HasNativeBf16(HostCpuFeatures())) return false;
+    if (HostMaxCpuIsa().empty() || HasNativeBf16(HostCpuFeatures())) return false;
     at::globalContext().setUserEnabledMkldnn(false);
     return true;
   }();

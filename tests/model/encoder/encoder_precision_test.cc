@@ -14,6 +14,7 @@
 
 #include "kernels/cpu_features.h"
 #include "model/attention/lsg_attention.h"
+#include "model/attention/planner_registry.h"
 #include "model/attention/sbm_attention.h"
 #include "model/attention/sbm_parameters.h"
 #include "model/checkpoint/hf_config.h"
@@ -143,14 +144,11 @@ TEST(SbmEncoderPrecisionTest, Bf16EmbeddingCosineToFp32MeetsTheGate) {
   ASSERT_TRUE(config.ok()) << config.status();
   auto tokenizer = WordPieceTokenizer::FromModelDir(dir);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto parameters = SbmParameters::LoadFromModelDir(dir, EncoderShapeOf(*config));
+  ASSERT_TRUE(parameters.ok()) << parameters.status();
   std::unique_ptr<Encoder> encoders[2];
   const Precision precisions[2] = {Precision::kFp32, Precision::kBf16};
   for (int i = 0; i < 2; ++i) {
-    auto placeholder =
-        Encoder::Create(dir, *config, MakeCheckpointAttention(config->lsg), precisions[i]);
-    ASSERT_TRUE(placeholder.ok()) << placeholder.status();
-    auto parameters = SbmParameters::LoadFromModelDir(dir, (*placeholder)->shape());
-    ASSERT_TRUE(parameters.ok()) << parameters.status();
     auto encoder = Encoder::Create(dir, *config, MakeSbmAttention(*parameters), precisions[i]);
     ASSERT_TRUE(encoder.ok()) << encoder.status();
     encoders[i] = std::move(*encoder);
