@@ -25,7 +25,6 @@ struct Scratch {
   std::vector<float> acc;      // [rows, head_dim] unnormalised output
   std::vector<float> row_max;  // [rows] running maximum
   std::vector<float> row_sum;  // [rows] running denominator
-  std::vector<float> keys_t;   // [head_dim, kKeyTile] (AVX2 only)
   // SIMD paths: the keys and values of item·head `packed_head`, back to back.
   int64_t packed_head = -1;
   std::vector<float> head_k;  // [keys, head_dim]
@@ -69,31 +68,13 @@ void MaskSlidingScores(float* scores, int64_t stride, int32_t rows, int32_t firs
   }
 }
 
-void Fp32Tile::MaskScores(int32_t tile_keys) const {
-  MaskSlidingScores(scores, stride, rows, first_query, tile_begin, tile_keys, mask_span,
-                    mask_slide);
-}
-
-void Fp32Tile::TransposeKeys(const float* keys, int64_t key_stride, int32_t tile_keys) const {
-  const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
-  // Key by key: each key's row is read once, in order (the projection's
-  // interleaved rows lie kilobytes apart; reading them column by column
-  // touched every row's page head_dim times).
-  for (int32_t j = 0; j < tile_keys; ++j) {
-    const float* key = keys + j * key_stride;
-    for (int32_t i = 0; i < head_dim; ++i) keys_t[static_cast<int64_t>(i) * stride + j] = key[i];
-  }
-  for (int32_t i = 0; i < head_dim; ++i) {
-    float* row = keys_t + static_cast<int64_t>(i) * stride;
-    for (int32_t j = tile_keys; j < padded_keys; ++j) row[j] = 0.0f;
-  }
-}
-
 namespace {
 
+// One key tile [tile_begin, tile_begin + tile_keys) against the block's
+// rows (query first + r for row r) in plain C++, the reference.
 void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_stride,
                   const float* values, int64_t value_stride, int32_t tile_keys, int32_t head_dim,
-                  const Fp32Tile& mask) {
+                  int32_t first, int32_t tile_begin, KeySpan span, KeySlide slide) {
   for (int32_t r = 0; r < rows; ++r) {
     const float* q = s.q.data() + static_cast<int64_t>(r) * head_dim;
     float* row = s.scores.data() + static_cast<int64_t>(r) * kKeyTile;
@@ -104,9 +85,8 @@ void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_strid
       row[j] = dot;
     }
   }
-  if (mask.mask_slide.width != 0) {
-    MaskSlidingScores(s.scores.data(), kKeyTile, rows, mask.first_query, mask.tile_begin, tile_keys,
-                      mask.mask_span, mask.mask_slide);
+  if (slide.width != 0) {
+    MaskSlidingScores(s.scores.data(), kKeyTile, rows, first, tile_begin, tile_keys, span, slide);
   }
   SoftmaxUpdatePortable(s, rows, tile_keys, head_dim);
   for (int32_t r = 0; r < rows; ++r) {
@@ -119,6 +99,8 @@ void TilePortable(Scratch& s, int32_t rows, const float* keys, int64_t key_strid
   }
 }
 
+// Which executor a call runs: query rows in the lanes of AVX-512 (16) or
+// AVX2 (8) vectors, or the portable reference.
 enum class TilePath { kPortable, kAvx2, kAvx512 };
 
 TilePath ChooseTilePath(const AttentionParams& p) {
@@ -242,21 +224,23 @@ class DenormalsAsZero {
   unsigned saved_;
 };
 
-// One (item, head, query block) on AVX-512: queries [first, last) against
-// its spans, with the rows in the lanes.
+// One (item, head, query block) on AVX-512 (kLanes 16) or AVX2 (8):
+// queries [first, last) against its spans, with the rows in the lanes.
+template <int kLanes>
 void AttendBlockLanes(const AttentionParams& p, bool pack_heads, int64_t batch_head, int32_t first,
                       int32_t last, const KeySpan* spans, const KeySlide* slides, int32_t num_spans,
                       Scratch& s) {
+  using Block = Fp32LanesBlock<kLanes>;
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
-  const int32_t padded_rows = Fp32LanesBlock::PaddedRows(rows);
+  const int32_t padded_rows = Block::PaddedRows(rows);
   const DenormalsAsZero denormals_as_zero;
   s.q.resize(static_cast<size_t>(padded_rows) * d);
   s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
-  s.scores.resize(static_cast<size_t>(Fp32LanesBlock::kGroupRows) * kKeyTile);
+  s.scores.resize(static_cast<size_t>(Block::kGroupRows) * kKeyTile);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
   s.row_sum.assign(padded_rows, 0.0f);
-  Fp32LanesBlock block{
+  Block block{
       s.q.data(), s.acc.data(), s.scores.data(), s.row_max.data(), s.row_sum.data(), padded_rows,
       d};
   block.first_query = first;
@@ -278,49 +262,31 @@ void AttendBlockLanes(const AttentionParams& p, bool pack_heads, int64_t batch_h
                     out_layout.row_stride, rows);
 }
 
-// One (item, head, query block) on AVX2 or portable code: queries
-// [first, last) against its spans, rows in memory.
-void AttendBlock(const AttentionParams& p, TilePath path, bool pack_heads, int64_t batch_head,
-                 int32_t first, int32_t last, const KeySpan* spans, const KeySlide* slides,
-                 int32_t num_spans, Scratch& s) {
+// One (item, head, query block) in portable code: queries [first, last)
+// against its spans, rows in memory.
+void AttendBlockPortable(const AttentionParams& p, int64_t batch_head, int32_t first, int32_t last,
+                         const KeySpan* spans, const KeySlide* slides, int32_t num_spans,
+                         Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
-  const bool simd = path != TilePath::kPortable;
-  // The SIMD path works on groups of 4 rows; spare rows are zero queries
-  // whose results are dropped.
-  const int32_t padded_rows = simd ? (rows + 3) / 4 * 4 : rows;
-  const size_t row_floats = static_cast<size_t>(padded_rows) * d;
+  const size_t row_floats = static_cast<size_t>(rows) * d;
   s.q.assign(row_floats, 0.0f);
   s.acc.assign(row_floats, 0.0f);
-  s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
-  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(padded_rows, 0.0f);
-  if (simd) s.keys_t.resize(static_cast<size_t>(d) * kKeyTile);
+  s.scores.resize(static_cast<size_t>(rows) * kKeyTile);
+  s.row_max.assign(rows, -std::numeric_limits<float>::infinity());
+  s.row_sum.assign(rows, 0.0f);
 
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
-  const Scratch* packed = PackedHead(p, pack_heads, batch_head, s);
   const float* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t i = 0; i < d; ++i) s.q[r * d + i] = q[r * q_layout.row_stride + i] * p.scale;
   }
-  ForEachKeyTile(p, packed, batch_head, first, last, spans, slides, num_spans,
+  ForEachKeyTile(p, nullptr, batch_head, first, last, spans, slides, num_spans,
                  [&](const SegmentRows<float>& keys, int32_t key, int32_t tile_keys, KeySpan span,
                      KeySlide slide) {
-                   Fp32Tile view{s.q.data(),       s.scores.data(), s.acc.data(), s.row_max.data(),
-                                 s.row_sum.data(), s.keys_t.data(), padded_rows,  d,
-                                 kKeyTile};
-                   view.mask_span = span;
-                   view.mask_slide = slide;
-                   view.first_query = first;
-                   view.tile_begin = key;
-                   if (path == TilePath::kAvx2) {
-                     view.TransposeKeys(keys.k, keys.k_stride, tile_keys);
-                     view.RunAvx2(keys.v, keys.v_stride, tile_keys);
-                   } else {
-                     TilePortable(s, rows, keys.k, keys.k_stride, keys.v, keys.v_stride, tile_keys,
-                                  d, view);
-                   }
+                   TilePortable(s, rows, keys.k, keys.k_stride, keys.v, keys.v_stride, tile_keys, d,
+                                first, key, span, slide);
                  });
 
   float* out = p.out + out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
@@ -343,11 +309,17 @@ void BlockSparseAttentionCpu(const AttentionParams& p, const BlockSparsePlanView
     return [&p, path, pack_heads, scratch = Scratch{}](
                int64_t batch_head, int32_t first, int32_t last, const KeySpan* spans,
                const KeySlide* slides, int32_t num_spans) mutable {
-      if (path == TilePath::kAvx512) {
-        AttendBlockLanes(p, pack_heads, batch_head, first, last, spans, slides, num_spans, scratch);
-      } else {
-        AttendBlock(p, path, pack_heads, batch_head, first, last, spans, slides, num_spans,
-                    scratch);
+      switch (path) {
+        case TilePath::kAvx512:
+          AttendBlockLanes<16>(p, pack_heads, batch_head, first, last, spans, slides, num_spans,
+                               scratch);
+          break;
+        case TilePath::kAvx2:
+          AttendBlockLanes<8>(p, pack_heads, batch_head, first, last, spans, slides, num_spans,
+                              scratch);
+          break;
+        case TilePath::kPortable:
+          AttendBlockPortable(p, batch_head, first, last, spans, slides, num_spans, scratch);
       }
     };
   });

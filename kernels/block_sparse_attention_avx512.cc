@@ -1,10 +1,7 @@
 // The fp32 block executor on AVX-512 with the query rows in the vector lanes
-// (Fp32LanesBlock): scores come out as [key][row], so the keys are read
+// (Fp32LanesBlock<16>): scores come out as [key][row], so the keys are read
 // where they lie (one broadcast per key element, no transposed copy) and the
-// online softmax is vertical (one max, one exponential, one sum per 16 rows,
-// no horizontal reduction and no scalar exp per row). The rows-in-keys form
-// it replaced spent a quarter of its time outside its products: the key
-// transpose, per-row reductions and std::exp.
+// online softmax is vertical.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -86,7 +83,7 @@ DOCSPARSE_AVX512 void Scores(const LaneGroup& g, const float* keys, int64_t key_
 // Sets the scores of the keys a row does not reach through a sliding span
 // to kMaskedScore (MaskSlidingScores, with rows in the lanes).
 template <int V>
-DOCSPARSE_AVX512 void MaskScores(const Fp32LanesBlock& b, int32_t first_row, int32_t tile_keys,
+DOCSPARSE_AVX512 void MaskScores(const Fp32LanesBlock<16>& b, int32_t first_row, int32_t tile_keys,
                                  float* scores) {
   constexpr int G = 16 * V;
   const __m512 masked = _mm512_set1_ps(kMaskedScore);
@@ -191,7 +188,7 @@ DOCSPARSE_AVX512 void AccumulateColumns(const LaneGroup& g, const float* scores,
 }
 
 template <int V>
-DOCSPARSE_AVX512 void RunGroup(const Fp32LanesBlock& b, int32_t first_row, const float* keys,
+DOCSPARSE_AVX512 void RunGroup(const Fp32LanesBlock<16>& b, int32_t first_row, const float* keys,
                                int64_t key_stride, const float* values, int64_t value_stride,
                                int32_t tile_keys) {
   const int32_t d = b.head_dim;
@@ -237,15 +234,15 @@ DOCSPARSE_AVX512 inline void Transpose16x16(__m512 r[16]) {
 // The width (rows) of the group that starts at `first_row`: 32, or what is
 // left at the end (16, padded_rows being a multiple of 16). The loops below
 // step by kGroupRows and Run dispatches only these two widths.
-static_assert(Fp32LanesBlock::kGroupRows == 32, "groups of 32 rows and a last one of 16");
 int32_t GroupRows(int32_t padded_rows, int32_t first_row) {
-  return std::min(Fp32LanesBlock::kGroupRows, padded_rows - first_row);
+  return std::min(Fp32LanesBlock<16>::kGroupRows, padded_rows - first_row);
 }
 
 }  // namespace
 
-DOCSPARSE_AVX512 void Fp32LanesBlock::LoadQueries(const float* q, int64_t row_stride, int32_t rows,
-                                                  float scale) const {
+template <>
+DOCSPARSE_AVX512 void Fp32LanesBlock<16>::LoadQueries(const float* q, int64_t row_stride,
+                                                      int32_t rows, float scale) const {
   const __m512 s = _mm512_set1_ps(scale);
   for (int32_t first = 0; first < padded_rows; first += kGroupRows) {
     const int32_t group = GroupRows(padded_rows, first);
@@ -265,9 +262,10 @@ DOCSPARSE_AVX512 void Fp32LanesBlock::LoadQueries(const float* q, int64_t row_st
   }
 }
 
-DOCSPARSE_AVX512 void Fp32LanesBlock::Run(const float* keys, int64_t key_stride,
-                                          const float* values, int64_t value_stride,
-                                          int32_t tile_keys) const {
+template <>
+DOCSPARSE_AVX512 void Fp32LanesBlock<16>::Run(const float* keys, int64_t key_stride,
+                                              const float* values, int64_t value_stride,
+                                              int32_t tile_keys) const {
   for (int32_t first = 0; first < padded_rows; first += kGroupRows) {
     if (GroupRows(padded_rows, first) == 32) {
       RunGroup<2>(*this, first, keys, key_stride, values, value_stride, tile_keys);
@@ -277,8 +275,9 @@ DOCSPARSE_AVX512 void Fp32LanesBlock::Run(const float* keys, int64_t key_stride,
   }
 }
 
-DOCSPARSE_AVX512 void Fp32LanesBlock::StoreOutput(float* out, int64_t row_stride,
-                                                  int32_t rows) const {
+template <>
+DOCSPARSE_AVX512 void Fp32LanesBlock<16>::StoreOutput(float* out, int64_t row_stride,
+                                                      int32_t rows) const {
   for (int32_t first = 0; first < padded_rows; first += kGroupRows) {
     const int32_t group = GroupRows(padded_rows, first);
     const float* acc_group = acc_t + first * head_dim;

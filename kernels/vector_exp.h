@@ -80,6 +80,27 @@ __attribute__((target("avx512f"))) inline __m512 ExpNonPositive512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// ExpNonPositive512 on AVX2 (the fp32 executor's softmax with the query
+// rows in the lanes): the same polynomial, with 2^n built in the exponent
+// bits, so x·log2 e is clamped at -126 first (results below e^-87.3 come out
+// as 2^-126·2^f, which flush-to-zero turns into 0). Thirteen instructions
+// where Exp256 takes eighteen. x must not be NaN.
+__attribute__((target("avx2,fma"))) inline __m256 ExpNonPositive256(__m256 x) {
+  const __m256 t = _mm256_max_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                 _mm256_set1_ps(-126.0f));
+  const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(t, n);
+  __m256 p = _mm256_set1_ps(1.3333558146e-3f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108665e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650696e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718056e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256i two_to_n =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_to_n));
+}
+
 // 2^t for t <= 0 whose results are rounded to bf16 straight away (the AMX
 // attention's probabilities): t = n + f with n = floor(t) and f in [0, 1)
 // taken by one VREDUCEPS, 2^f from a degree-3 polynomial fitted for least

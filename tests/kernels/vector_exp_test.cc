@@ -32,6 +32,28 @@ TEST(VectorExpTest, ExpNonPositiveIsWithin1e5OfExpAndUnderflowsToZero) {
   EXPECT_EQ(ExpNonPositiveLane(-1e30f), 0.0f);
 }
 
+__attribute__((target("avx2,fma"))) float ExpNonPositive256Lane(float x) {
+  float out[8];
+  _mm256_storeu_ps(out, ExpNonPositive256(_mm256_set1_ps(x)));
+  return out[0];
+}
+
+TEST(VectorExpTest, ExpNonPositive256IsWithin1e5OfExpAndFloorsAtTheSmallestNormals) {
+  if (!HostCpuFeatures().avx2_fma) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  double worst = 0;
+  for (double x = 0; x >= -87; x -= 0.00731) {
+    const double want = std::exp(x);
+    worst = std::max(worst, std::fabs(ExpNonPositive256Lane(static_cast<float>(x)) - want) / want);
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_EQ(ExpNonPositive256Lane(0.0f), 1.0f);
+  // Clamped at 2^-126: a masked score's weight is at most 1.7e-38 (0 under
+  // flush-to-zero where the polynomial's factor is below 1).
+  EXPECT_LE(ExpNonPositive256Lane(-200.0f), 1.7e-38f);
+  EXPECT_LE(ExpNonPositive256Lane(-1e30f), 1.7e-38f);
+  EXPECT_GE(ExpNonPositive256Lane(-1e30f), 0.0f);
+}
+
 __attribute__((target("avx512f,avx512dq"))) float Exp2ForBf16Lane(float t) {
   float out[16];
   _mm512_storeu_ps(out, Exp2ForBf16_512(_mm512_set1_ps(t)));
