@@ -136,26 +136,10 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluRowsParams<Element>& p, cons
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
 
 DOCSPARSE_AVX2 inline __m256 LoadRow8(const float* x) { return _mm256_loadu_ps(x); }
-DOCSPARSE_AVX2 inline __m256 LoadRow8(const uint16_t* x) {
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
+DOCSPARSE_AVX2 inline __m256 LoadRow8(const uint16_t* x) { return LoadBf16x8(x); }
 DOCSPARSE_AVX2 inline void StoreRow8(float* x, __m256 value) { _mm256_storeu_ps(x, value); }
-// Rounded to nearest even, as FloatToBf16 (finite values).
-DOCSPARSE_AVX2 inline void StoreRow8(uint16_t* x, __m256 value) {
-  const __m256i bits = _mm256_castps_si256(value);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-  // Each 128-bit half packs to four words; the two lows side by side.
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0b1000);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(x), _mm256_castsi256_si128(packed));
-}
+DOCSPARSE_AVX2 inline void StoreRow8(uint16_t* x, __m256 value) { StoreBf16x8(x, value); }
 
-// The same table on AVX2 (the AVX2 kind of machine): 8 values at a time,
-// the coefficients gathered from the table (AVX2 has no 32-entry register
-// permute). Rows whose width is not a multiple of 8 finish through a
-// buffer of 8.
 // GELU of 8 values of `in` plus `shift`, into `out`.
 template <typename Element>
 DOCSPARSE_AVX2 inline void Gelu8(const TailTable& table, const Element* in, const float* shift,
