@@ -29,12 +29,11 @@ class HeadGroupedDense final : public AttentionMechanism {
     item_costs->assign(in.query.size(0), ItemAttentionCost{});
     for (int64_t h = 0; h < heads; h += group) {
       const int64_t n = std::min(group, heads - h);
-      AttentionInputs part{in.query.narrow(1, h, n),
-                           in.key.narrow(1, h, n),
-                           in.value.narrow(1, h, n),
-                           in.lengths,
-                           in.layer,
-                           in.item_options};
+      // Everything else as given: the precision picks the executor.
+      AttentionInputs part = in;
+      part.query = in.query.narrow(1, h, n);
+      part.key = in.key.narrow(1, h, n);
+      part.value = in.value.narrow(1, h, n);
       parts.push_back(dense_->Forward(part, &costs));
       for (size_t b = 0; b < costs.size(); ++b) {
         auto& edges = (*item_costs)[b].head_edges;
