@@ -76,6 +76,15 @@ def detect_isa() -> str:
     return "other"
 
 
+# --cap-isa: the variables that cap docsparse's kernels and oneDNN's (which
+# OpenVINO's CPU plugin is built on) at an instruction set.
+CAPS = {
+    "avx2": {"DOCSPARSE_MAX_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "OPENBLAS_CORETYPE": "Haswell"},
+    "avx512": {"DOCSPARSE_MAX_CPU_ISA": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"},
+}
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -843,6 +852,13 @@ def with_rounds(text: str, rounds: list[float], fmt: str) -> str:
 
 def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
     out = ["# docsparse vs CPU peers: all-MiniLM-L6-v2 embeddings", ""]
+    if args.cap_isa:
+        out.append(f"Capped at {args.cap_isa} on a CPU with {detect_isa()} "
+                   f"({' '.join(f'{k}={v}' for k, v in CAPS[args.cap_isa].items())}): docsparse "
+                   "and OpenVINO's oneDNN kernels follow the cap; OpenVINO's MLAS products and "
+                   "ONNX Runtime choose by cpuid and keep the wider instructions, so the cap "
+                   "favours them.")
+        out.append("")
     out.append(f"CPU: {cpu_model()}, isa {args.isa}, {os.cpu_count()} cores visible; "
                f"{args.threads} threads on every side. Measured {time.strftime('%Y-%m-%d %H:%M')}, "
                f"duration {args.duration:g} s per measurement "
@@ -1123,6 +1139,11 @@ def parse_args(argv=None):
                    help="peers: 512-token windows per call for longer documents")
     p.add_argument("--build-dir", default="build")
     p.add_argument("--concurrency", default="1,4", help="docsparse bench load concurrencies")
+    p.add_argument("--cap-isa", choices=sorted(CAPS), default=None,
+                   help="run every side as on a CPU with at most this instruction set: "
+                        "DOCSPARSE_MAX_CPU_ISA and ONEDNN_MAX_CPU_ISA for all children. "
+                        "docsparse and OpenVINO's oneDNN kernels follow it; OpenVINO's MLAS "
+                        "products and ONNX Runtime pick by cpuid and do not")
     p.add_argument("--rounds", type=int, default=1,
                    help="measure everything this many times, the implementations taking turns "
                         "(docsparse first in every second round); the table keeps each row's "
@@ -1155,6 +1176,9 @@ def parse_args(argv=None):
 
 def main() -> int:
     args = parse_args()
+    if args.cap_isa:
+        os.environ.update(CAPS[args.cap_isa])
+        args.isa = args.isa or args.cap_isa
     args.isa = args.isa or detect_isa()
     if args.sum_precisions is None:
         args.sum_precisions = ("fp32,bf16,int8" if args.isa in ("amx", "avx512_bf16")
