@@ -24,8 +24,8 @@ namespace docsparse {
 // (AVX2) of its time outside its products: key transposes, per-row
 // reductions and scalar exponentials.
 //
-// Specialised for kLanes 16 (block_sparse_attention_avx512.cc) and 8
-// (block_sparse_attention_avx2.cc).
+// Written once in fp32_lanes_executor.h, and instantiated for kLanes 16
+// (block_sparse_attention_avx512.cc) and 8 (block_sparse_attention_avx2.cc).
 template <int kLanes>
 struct Fp32LanesBlock {
   static constexpr int32_t kGroupRows = 2 * kLanes;
