@@ -168,7 +168,7 @@ bool KeysAreStrided(const AttentionParams& p) {
 // apart map to an eighth of L1's sets, and the groups kept missing the tile
 // they had just read. An LSG-shaped probe on the AMX machine: AVX-512 160
 // GFLOP/s on the interleaved rows, 188 packed (230 on contiguous ones);
-// AVX2 77 and 87.
+// AVX2 77 and 87 (its earlier rows-in-memory tile).
 void PackHeadKeys(const AttentionParams& p, int64_t batch_head, Scratch& s) {
   if (s.packed_head == batch_head) return;
   const int32_t d = p.head_dim;
