@@ -51,14 +51,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void StoreBf16x16(ui
   _mm256_mask_storeu_epi16(dst, mask, _mm512_cvtepi32_epi16(rounded));
 }
 
-// 8 bf16 values widened to fp32 (AVX2).
-__attribute__((target("avx2"))) inline __m256 LoadBf16x8(const uint16_t* src) {
+// 8 kernel elements (bf16 bits or floats) as fp32 lanes, and back (AVX2):
+// one name for kernels templated on the element type.
+__attribute__((target("avx2"))) inline __m256 LoadElements8(const uint16_t* src) {
   const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
 }
-
-// 8 fp32 values rounded to bf16 as FloatToBf16 does for finite values (AVX2).
-__attribute__((target("avx2"))) inline void StoreBf16x8(uint16_t* dst, __m256 value) {
+__attribute__((target("avx2"))) inline __m256 LoadElements8(const float* src) {
+  return _mm256_loadu_ps(src);
+}
+// Rounded to bf16 as FloatToBf16 does for finite values.
+__attribute__((target("avx2"))) inline void StoreElements8(uint16_t* dst, __m256 value) {
   const __m256i bits = _mm256_castps_si256(value);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_srli_epi32(
@@ -66,6 +69,9 @@ __attribute__((target("avx2"))) inline void StoreBf16x8(uint16_t* dst, __m256 va
   // Each 128-bit half packs to four words; the two lows side by side.
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0b1000);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(packed));
+}
+__attribute__((target("avx2"))) inline void StoreElements8(float* dst, __m256 value) {
+  _mm256_storeu_ps(dst, value);
 }
 
 // A kernel element as a float: bf16 bits (uint16_t) or a float.

@@ -154,11 +154,6 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluRowsParams<Element>& p, cons
 
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
 
-DOCSPARSE_AVX2 inline __m256 LoadRow8(const float* x) { return _mm256_loadu_ps(x); }
-DOCSPARSE_AVX2 inline __m256 LoadRow8(const uint16_t* x) { return LoadBf16x8(x); }
-DOCSPARSE_AVX2 inline void StoreRow8(float* x, __m256 value) { _mm256_storeu_ps(x, value); }
-DOCSPARSE_AVX2 inline void StoreRow8(uint16_t* x, __m256 value) { StoreBf16x8(x, value); }
-
 // The AVX2 table's coefficients in registers, for Gelu8.
 struct Coefficients256 {
   __m256 c[TailTable256::kCoefficients];
@@ -168,7 +163,7 @@ struct Coefficients256 {
 template <typename Element>
 DOCSPARSE_AVX2 inline void Gelu8(const Coefficients256& table, const Element* in,
                                  const float* shift, Element* out) {
-  const __m256 v = _mm256_add_ps(LoadRow8(in), _mm256_loadu_ps(shift));
+  const __m256 v = _mm256_add_ps(LoadElements8(in), _mm256_loadu_ps(shift));
   const __m256 a = _mm256_min_ps(
       _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))), _mm256_set1_ps(kLastA));
   const __m256i interval = _mm256_cvttps_epi32(a);
@@ -180,7 +175,7 @@ DOCSPARSE_AVX2 inline void Gelu8(const Coefficients256& table, const Element* in
   }
   // F = Q for v < 0 (the sign bit picks), 1 − Q otherwise.
   const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), q), q, v);
-  StoreRow8(out, _mm256_mul_ps(v, f));
+  StoreElements8(out, _mm256_mul_ps(v, f));
 }
 
 // GELU on AVX2 (the AVX2 kind of machine): 8 values at a time, the

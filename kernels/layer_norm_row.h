@@ -28,10 +28,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void Store16(float* 
                                                                          __mmask16 mask) {
   _mm512_mask_storeu_ps(dst, mask, v);
 }
-__attribute__((target("avx2"))) inline void Store8(uint16_t* dst, __m256 v) { StoreBf16x8(dst, v); }
-__attribute__((target("avx2"))) inline void Store8(float* dst, __m256 v) {
-  _mm256_storeu_ps(dst, v);
-}
 inline void Store1(uint16_t* dst, float v) { *dst = FloatToBf16(v); }
 inline void Store1(float* dst, float v) { *dst = v; }
 
@@ -111,9 +107,8 @@ __attribute__((target("avx2,fma"))) inline void WriteLayerNormRowAvx2(const floa
   const __m256 scale8 = _mm256_set1_ps(scale);
   for (c = 0; c < full; c += 8) {
     const __m256 centred = _mm256_sub_ps(_mm256_loadu_ps(row + c), mean8);
-    layer_norm_row::Store8(
-        out + c, _mm256_fmadd_ps(_mm256_mul_ps(centred, scale8), _mm256_loadu_ps(gamma + c),
-                                 _mm256_loadu_ps(beta + c)));
+    StoreElements8(out + c, _mm256_fmadd_ps(_mm256_mul_ps(centred, scale8),
+                                            _mm256_loadu_ps(gamma + c), _mm256_loadu_ps(beta + c)));
   }
   for (c = full; c < width; ++c) {
     layer_norm_row::Store1(out + c, (row[c] - mean) * scale * gamma[c] + beta[c]);

@@ -65,9 +65,6 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormRowsParams<Eleme
 
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
 
-DOCSPARSE_AVX2 inline __m256 Load8(const uint16_t* bits) { return LoadBf16x8(bits); }
-DOCSPARSE_AVX2 inline __m256 Load8(const float* values) { return _mm256_loadu_ps(values); }
-
 // The AVX2 form: the mean's sum in double lanes too (four chains: even and
 // odd vectors' low and high halves), the columns past the last multiple of
 // 8 one by one.
@@ -81,8 +78,8 @@ DOCSPARSE_AVX2 void NormalizeRowAvx2(const ResidualLayerNormRowsParams<Element>&
   __m256d sums[2][2] = {{_mm256_setzero_pd(), _mm256_setzero_pd()},
                         {_mm256_setzero_pd(), _mm256_setzero_pd()}};
   const auto add8 = [&](int64_t c, __m256d* sum) DOCSPARSE_AVX2 {
-    __m256 v = Load8(x + c);
-    if (residual != nullptr) v = _mm256_add_ps(v, Load8(residual + c));
+    __m256 v = LoadElements8(x + c);
+    if (residual != nullptr) v = _mm256_add_ps(v, LoadElements8(residual + c));
     _mm256_storeu_ps(sum_row + c, v);
     sum[0] = _mm256_add_pd(sum[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
     sum[1] = _mm256_add_pd(sum[1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
