@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 
@@ -228,7 +229,7 @@ void RowsDispatched(const BiasGeluRowsParams<Element>& params, int64_t row_begin
     return;
   }
   // The bias in fp32 (bf16 biases converted once per call).
-  std::vector<float> converted;
+  CacheLineVector<float> converted;
   const float* bias = nullptr;
   if constexpr (std::is_same_v<Element, float>) {
     bias = params.bias;

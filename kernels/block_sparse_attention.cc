@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/block_sparse_attention_fp32_tile.h"
 #include "kernels/cpu_features.h"
 
@@ -20,15 +21,15 @@ constexpr int32_t kKeyTile = 256;
 
 // Per-thread buffers, reused across work items.
 struct Scratch {
-  std::vector<float> q;        // [rows, head_dim] scaled queries
-  std::vector<float> scores;   // [rows, kKeyTile], then probabilities
-  std::vector<float> acc;      // [rows, head_dim] unnormalised output
-  std::vector<float> row_max;  // [rows] running maximum
-  std::vector<float> row_sum;  // [rows] running denominator
+  CacheLineVector<float> q;        // [rows, head_dim] scaled queries
+  CacheLineVector<float> scores;   // [rows, kKeyTile], then probabilities
+  CacheLineVector<float> acc;      // [rows, head_dim] unnormalised output
+  CacheLineVector<float> row_max;  // [rows] running maximum
+  CacheLineVector<float> row_sum;  // [rows] running denominator
   // SIMD paths: the keys and values of item·head `packed_head`, back to back.
   int64_t packed_head = -1;
-  std::vector<float> head_k;  // [keys, head_dim]
-  std::vector<float> head_v;  // [keys, head_dim]
+  CacheLineVector<float> head_k;  // [keys, head_dim]
+  CacheLineVector<float> head_v;  // [keys, head_dim]
 };
 
 // Online softmax over one tile of scores (Milakov & Gimelshein): rescales

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/key_segments.h"
@@ -126,29 +127,29 @@ class HeadChunkCache {
  private:
   int64_t batch_head_ = -1;
   uint64_t generation_ = 0;
-  std::vector<uint64_t> stamps_;  // generation in which each chunk was packed
-  std::vector<uint16_t> data_;    // [chunks][kHead32ChunkValues]
+  std::vector<uint64_t> stamps_;    // generation in which each chunk was packed
+  CacheLineVector<uint16_t> data_;  // [chunks][kHead32ChunkValues]
 };
 
 // Per-thread buffers, reused across work items.
 struct Scratch {
-  std::vector<int32_t> keys;       // [kKeyTile] the tile's keys: positions in the key sequence
-  std::vector<uint16_t> q;         // [padded_rows, head_dim]
-  std::vector<uint16_t> k_packed;  // [kKeyTile/16][head_dim/32] B tiles of kᵀ
-  std::vector<uint16_t> v_packed;  // [kKeyTile/32][head_dim/16] B tiles of v
-  std::vector<float> scores;       // [kTileRows, kKeyTile] of the row tile at hand
-  std::vector<uint16_t> probs;     // [kTileRows, kKeyTile]
-  std::vector<float> acc;          // [padded_rows, head_dim] unnormalised output
-  std::vector<float> row_max;      // [padded_rows] running maximum of scaled scores
-  std::vector<float> row_sum;      // [padded_rows] running denominator
+  std::vector<int32_t> keys;           // [kKeyTile] the tile's keys: positions in the key sequence
+  CacheLineVector<uint16_t> q;         // [padded_rows, head_dim]
+  CacheLineVector<uint16_t> k_packed;  // [kKeyTile/16][head_dim/32] B tiles of kᵀ
+  CacheLineVector<uint16_t> v_packed;  // [kKeyTile/32][head_dim/16] B tiles of v
+  CacheLineVector<float> scores;       // [kTileRows, kKeyTile] of the row tile at hand
+  CacheLineVector<uint16_t> probs;     // [kTileRows, kKeyTile]
+  CacheLineVector<float> acc;          // [padded_rows, head_dim] unnormalised output
+  CacheLineVector<float> row_max;      // [padded_rows] running maximum of scaled scores
+  CacheLineVector<float> row_sum;      // [padded_rows] running denominator
   // Head size 32 (AttendRowTileHead32): per row its reference shift and its
   // denominator as 16 partial sums.
-  std::vector<float> row_shift;     // [padded_rows]
-  std::vector<float> row_sums16;    // [padded_rows, 16]
-  std::vector<PackedChunk> chunks;  // the step's chunks, from the cache and packed here
+  CacheLineVector<float> row_shift;   // [padded_rows]
+  CacheLineVector<float> row_sums16;  // [padded_rows, 16]
+  std::vector<PackedChunk> chunks;    // the step's chunks, from the cache and packed here
   // With key segments, the step's keys and values copied into one sequence
   // ([kKeyTile, 32] each) to be packed from there, and positions 0, 1, 2, ...
-  std::vector<uint16_t> gathered_k, gathered_v;
+  CacheLineVector<uint16_t> gathered_k, gathered_v;
   std::vector<int32_t> in_order;
 };
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/key_segments.h"
@@ -32,13 +33,13 @@ uint32_t Pair(uint16_t low, uint16_t high) {
 // Per-thread buffers, reused across work items. Rows are padded to a
 // multiple of 4 (spare rows are zero queries whose results are dropped).
 struct Scratch {
-  std::vector<uint32_t> q;              // [rows, d/2]: query pairs along head_dim
-  std::vector<uint32_t> key_pairs;      // [d/2, kKeyTile]: key j's dims 2i, 2i+1 at [i][j]
-  std::vector<uint32_t> value_pairs;    // [kKeyTile/2, d]: keys 2j, 2j+1 of column c at [j][c]
-  std::vector<float> scores;            // [rows, kKeyTile]
-  std::vector<uint16_t> probabilities;  // [rows, kKeyTile] bf16, padding keys zero
-  std::vector<float> acc;               // [rows, d]
-  std::vector<float> row_max, row_sum;  // [rows]
+  CacheLineVector<uint32_t> q;              // [rows, d/2]: query pairs along head_dim
+  CacheLineVector<uint32_t> key_pairs;      // [d/2, kKeyTile]: key j's dims 2i, 2i+1 at [i][j]
+  CacheLineVector<uint32_t> value_pairs;    // [kKeyTile/2, d]: keys 2j, 2j+1 of column c at [j][c]
+  CacheLineVector<float> scores;            // [rows, kKeyTile]
+  CacheLineVector<uint16_t> probabilities;  // [rows, kKeyTile] bf16, padding keys zero
+  CacheLineVector<float> acc;               // [rows, d]
+  CacheLineVector<float> row_max, row_sum;  // [rows]
 };
 
 // Packs one tile of keys and values (rows `stride` elements apart) into the

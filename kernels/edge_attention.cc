@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/cpu_features.h"
 #include "kernels/edge_row_blocks.h"
 #include "kernels/vector_exp.h"
@@ -283,7 +284,7 @@ RowKernel ChooseRowKernel(const EdgeAttentionParams& p) {
 void EdgeAttentionCpu(const EdgeAttentionParams& p, int num_threads) {
   const RowKernel attend_row = ChooseRowKernel(p);
   ForEachEdgeRowBlock(int64_t{p.batch} * p.heads, p.q_len, num_threads, [&]() {
-    return [&p, attend_row, buffer = std::vector<float>(kChunk + p.head_dim)](
+    return [&p, attend_row, buffer = CacheLineVector<float>(kChunk + p.head_dim)](
                int64_t batch_head, int32_t first, int32_t last) mutable {
       const RowScratch scratch{buffer.data(), buffer.data() + kChunk};
       const EdgeListView& view = p.edges[batch_head];

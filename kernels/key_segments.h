@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/block_sparse_attention_amx.h"
 
 namespace docsparse {
@@ -15,7 +16,7 @@ namespace docsparse {
 // Keys and values [batch, heads, k_len, head_dim], contiguous, assembled
 // from a params' segments (zeros between them), and the params reading them.
 struct AssembledKeys {
-  std::vector<uint16_t> k, v;
+  CacheLineVector<uint16_t> k, v;
   Bf16AttentionParams params;
 };
 

@@ -24,7 +24,7 @@ class RowScratch {
 
  private:
   static constexpr int64_t kStackFloats = 4096;
-  float stack_[kStackFloats];
+  alignas(64) float stack_[kStackFloats];
   std::unique_ptr<float[]> heap_;
   float* data_ = stack_;
 };
