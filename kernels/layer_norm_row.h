@@ -45,31 +45,34 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void WriteLayerNormR
     Element* out) {
   const __m512 mean16 = _mm512_set1_ps(mean);
   // Two independent sums of squares (even and odd vectors): one chain of
-  // dependent FMAs waits 4 cycles a vector.
-  const auto add_squares = [&](int64_t c, __m512 sum) __attribute__((target("avx512f"))) {
-    const __mmask16 mask = FirstLanes(width - c);
-    const __m512 centred = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, row + c), mean16);
-    return _mm512_fmadd_ps(centred, centred, sum);
-  };
+  // dependent FMAs waits 4 cycles a vector. Whole vectors unmasked, the
+  // rest masked (a mask computed per vector cost as much as the FMA).
   __m512 even = _mm512_setzero_ps();
   __m512 odd = _mm512_setzero_ps();
   int64_t c = 0;
   for (; c + 32 <= width; c += 32) {
-    even = add_squares(c, even);
-    odd = add_squares(c + 16, odd);
+    const __m512 a = _mm512_sub_ps(_mm512_loadu_ps(row + c), mean16);
+    const __m512 b = _mm512_sub_ps(_mm512_loadu_ps(row + c + 16), mean16);
+    even = _mm512_fmadd_ps(a, a, even);
+    odd = _mm512_fmadd_ps(b, b, odd);
   }
-  if (c < width) even = add_squares(c, even);
-  if (c + 16 < width) odd = add_squares(c + 16, odd);
+  for (; c < width; c += 16) {
+    const __mmask16 mask = FirstLanes(width - c);
+    const __m512 centred = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, row + c), mean16);
+    even = _mm512_fmadd_ps(centred, centred, even);
+  }
   const float variance = _mm512_reduce_add_ps(_mm512_add_ps(even, odd)) / static_cast<float>(width);
   const __m512 scale16 = _mm512_set1_ps(1.0f / std::sqrt(variance + eps));
-  for (c = 0; c < width; c += 16) {
-    const __mmask16 mask = FirstLanes(width - c);
+  const auto write16 = [&](int64_t c, __mmask16 mask)
+      __attribute__((target("avx512f,avx512bw,avx512vl"))) {
     const __m512 centred = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + c), mean16);
     const __m512 y =
         _mm512_fmadd_ps(_mm512_mul_ps(centred, scale16), _mm512_maskz_loadu_ps(mask, gamma + c),
                         _mm512_maskz_loadu_ps(mask, beta + c));
     layer_norm_row::Store16(out + c, y, mask);
-  }
+  };
+  for (c = 0; c + 16 <= width; c += 16) write16(c, 0xffff);
+  if (c < width) write16(c, FirstLanes(width - c));
 }
 
 #pragma GCC diagnostic pop
