@@ -32,7 +32,7 @@ namespace {
 // < 1.1e-6 for v > 0; for v < 0, where GELU = v·Q, relative error < 0.3% down
 // to v = −6 (Q = 1e-9; the tanh form's faster-falling tail < 2%), below
 // bf16's rounding. The coefficients are looked up in registers (vpermt2ps
-// over 32 entries): ~17 vector operations a value, where erf by Abramowitz
+// over 32 entries): ~15 vector operations a value, where erf by Abramowitz
 // & Stegun, with an exponential and a reciprocal, took twice that.
 constexpr float kLastA = 8.0f * (1.0f - 1.0f / (1 << 20));  // just below 8
 
@@ -126,22 +126,24 @@ DOCSPARSE_AVX512_BF16 void RowsAvx512(const BiasGeluRowsParams<Element>& p, cons
   }
   const __m512 last_a = _mm512_set1_ps(kLastA);
   const __m512 per_unit = _mm512_set1_ps(TailTable512::kIntervalsPerUnit);
-  const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t row = row_begin; row < row_end; ++row) {
     Element* x = p.x + row * p.width;
     for (int64_t c = 0; c < p.width; c += 16) {
       const __mmask16 mask = FirstLanes(p.width - c);
       const __m512 v = _mm512_add_ps(LoadRow16(x + c, mask), _mm512_maskz_loadu_ps(mask, bias + c));
-      const __m512 scaled = _mm512_mul_ps(_mm512_min_ps(_mm512_abs_ps(v), last_a), per_unit);
+      // a = min(|v|, kLastA) in one instruction (range: the smaller
+      // magnitude, sign cleared).
+      const __m512 a = _mm512_range_ps(v, last_a, 0b1010);
+      const __m512 scaled = _mm512_mul_ps(a, per_unit);
       const __m512i interval = _mm512_cvttps_epi32(scaled);
       const __m512 t = _mm512_reduce_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
       __m512 q = _mm512_permutex2var_ps(lo[3], interval, hi[3]);
       q = _mm512_fmadd_ps(q, t, _mm512_permutex2var_ps(lo[2], interval, hi[2]));
       q = _mm512_fmadd_ps(q, t, _mm512_permutex2var_ps(lo[1], interval, hi[1]));
       q = _mm512_fmadd_ps(q, t, _mm512_permutex2var_ps(lo[0], interval, hi[0]));
-      const __mmask16 negative = _mm512_movepi32_mask(_mm512_castps_si512(v));
-      const __m512 gelu =
-          _mm512_mul_ps(v, _mm512_mask_blend_ps(negative, _mm512_sub_ps(one, q), q));
+      // v·F(v) = max(v, 0) − |v|·Q(|v|) for either sign (v − v·Q above 0,
+      // v·Q below), with no blend; past kLastA, Q is below 1e-15.
+      const __m512 gelu = _mm512_fnmadd_ps(a, q, _mm512_max_ps(v, _mm512_setzero_ps()));
       if constexpr (std::is_same_v<Element, float>) {
         _mm512_mask_storeu_ps(x + c, mask, gelu);
       } else if constexpr (kNativeBf16) {
@@ -174,9 +176,8 @@ DOCSPARSE_AVX2 inline void Gelu8(const Coefficients256& table, const Element* in
   for (int k = 6; k >= 0; --k) {
     q = _mm256_fmadd_ps(q, t, _mm256_permutevar8x32_ps(table.c[k], interval));
   }
-  // F = Q for v < 0 (the sign bit picks), 1 − Q otherwise.
-  const __m256 f = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), q), q, v);
-  StoreElements8(out, _mm256_mul_ps(v, f));
+  // max(v, 0) − |v|·Q(|v|), as in the AVX-512 form.
+  StoreElements8(out, _mm256_fnmadd_ps(a, q, _mm256_max_ps(v, _mm256_setzero_ps())));
 }
 
 // GELU on AVX2 (the AVX2 kind of machine): 8 values at a time, the
