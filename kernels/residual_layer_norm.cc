@@ -63,9 +63,9 @@ DOCSPARSE_AVX512 void NormalizeRowAvx512(const ResidualLayerNormRowsParams<Eleme
 
 #define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
 
-// The AVX2 form: the mean's sum in double lanes too (four chains: even and
-// odd vectors' low and high halves), the columns past the last multiple of
-// 8 one by one.
+// The AVX2 form: the mean's sum in double lanes too, two vectors added in
+// fp32 before each widening (as in the AVX-512 form), the columns past the
+// last multiple of 8 one by one.
 template <typename Element>
 DOCSPARSE_AVX2 void NormalizeRowAvx2(const ResidualLayerNormRowsParams<Element>& p, int64_t row,
                                      float* sum_row) {
@@ -73,24 +73,22 @@ DOCSPARSE_AVX2 void NormalizeRowAvx2(const ResidualLayerNormRowsParams<Element>&
   const int64_t full = width / 8 * 8;
   const Element* x = p.x + row * width;
   const Element* residual = p.residual == nullptr ? nullptr : p.residual + row * width;
-  __m256d sums[2][2] = {{_mm256_setzero_pd(), _mm256_setzero_pd()},
-                        {_mm256_setzero_pd(), _mm256_setzero_pd()}};
-  const auto add8 = [&](int64_t c, __m256d* sum) DOCSPARSE_AVX2 {
+  __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
+  const auto load_sum = [&](int64_t c) DOCSPARSE_AVX2 {
     __m256 v = LoadElements8(x + c);
     if (residual != nullptr) v = _mm256_add_ps(v, LoadElements8(residual + c));
     _mm256_storeu_ps(sum_row + c, v);
-    sum[0] = _mm256_add_pd(sum[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-    sum[1] = _mm256_add_pd(sum[1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    return v;
+  };
+  const auto add_wide = [&](__m256 v) DOCSPARSE_AVX2 {
+    low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
   };
   int64_t c = 0;
-  for (; c + 16 <= full; c += 16) {
-    add8(c, sums[0]);
-    add8(c + 8, sums[1]);
-  }
-  if (c < full) add8(c, sums[0]);
+  for (; c + 16 <= full; c += 16) add_wide(_mm256_add_ps(load_sum(c), load_sum(c + 8)));
+  if (c < full) add_wide(load_sum(c));
   alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(sums[0][0], sums[0][1]),
-                                       _mm256_add_pd(sums[1][0], sums[1][1])));
+  _mm256_store_pd(lanes, _mm256_add_pd(low, high));
   double total = lanes[0] + lanes[1] + lanes[2] + lanes[3];
   for (c = full; c < width; ++c) {
     float v = Load1(x + c);
