@@ -2,8 +2,8 @@
 //
 // malloc aligns to 16 bytes only, so a buffer that tile or 64-byte vector
 // loads read row by row would have every 64-byte row straddle two cache
-// lines: the AMX attention's packed keys and values read that way ran at
-// half speed.
+// lines: the AMX attention's packed keys and values read that way cost it
+// 10-28% (docs/BENCHMARKS.md, "CPU engine, thirteenth part").
 #ifndef DOCSPARSE_KERNELS_ALIGNED_VECTOR_H_
 #define DOCSPARSE_KERNELS_ALIGNED_VECTOR_H_
 
