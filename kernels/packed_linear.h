@@ -50,9 +50,29 @@ class PackedLinear {
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
 
+  // How the product's rows reach y.
+  enum class OutputWrite {
+    // Straight from the kernel: they stay in the caches for what reads them
+    // next.
+    kCached,
+    // For bf16 outputs far larger than the caches (above kStreamedMinBytes)
+    // that are read much later: a few hundred rows at a time into a staging
+    // buffer of the calling thread's that stays in L2, then to y with
+    // non-temporal stores, which do not read y's lines before overwriting
+    // them. The encoder's q, k and v at 16,384 tokens (38 MB): the AMX
+    // product took 8.2-8.6 ms a layer written in place and 6.6 ms so. Below
+    // ~32 MB the rows written in place are still in the last-level cache when
+    // attention reads them, and streaming them out cost attention more than
+    // it saved (4,096 and 8,192 tokens); fp32 products are slow enough to
+    // hide their writes, and their staging steps (128 rows) ran 18% slower.
+    // Elsewhere the same as kCached.
+    kStreamed,
+  };
+  static constexpr int64_t kStreamedMinBytes = int64_t{32} << 20;
+
   // y[rows, out_features] = activation(x[rows, in_features]·Wᵀ + bias), both row-major
   // and contiguous, of the element type. Safe to call from several threads.
-  void Run(const void* x, int64_t rows, void* y) const;
+  void Run(const void* x, int64_t rows, void* y, OutputWrite write = OutputWrite::kCached) const;
 
   // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
   const std::string& implementation() const;

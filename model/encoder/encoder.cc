@@ -71,9 +71,9 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
   // LayerNorm scales and shifts: fp32 on the CPU (ResidualLayerNorm takes
   // them so), the activations' type on a device (LibTorch's LayerNorm).
   const at::ScalarType norm_type = device_.is_cpu() ? at::kFloat : activations_;
-  // The feed-forward's activation runs inside its first product (a oneDNN
-  // post-op), except for int8 products with bf16 activations: they leave the
-  // bias and GELU to one pass of kernels/bias_gelu.
+  // On the CPU the feed-forward's first product leaves its bias and GELU to
+  // one pass of kernels/bias_gelu (fused_bias_gelu); a ReLU runs inside the
+  // product (a oneDNN post-op), and a device applies the activation after it.
   const Linear::Bias intermediate_bias =
       fused_bias_gelu() ? Linear::Bias::kByCaller : Linear::Bias::kInProduct;
   // ModernBERT's GeGLU applies the activation to half of Wi's output, after it.

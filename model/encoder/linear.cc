@@ -96,7 +96,9 @@ at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
     if (!storage->defined() || storage->numel() < bytes) *storage = at::empty({bytes}, at::kByte);
     out = storage->narrow(0, 0, bytes).view(in.scalar_type()).view(sizes);
   }
-  packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr());
+  packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr(),
+               storage == nullptr ? PackedLinear::OutputWrite::kCached
+                                  : PackedLinear::OutputWrite::kStreamed);
   return activate(out);
 }
 

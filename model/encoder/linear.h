@@ -45,7 +45,9 @@ class Linear {
   // calls, grown here as needed) where the product runs on oneDNN: the result
   // is a view of it, so the caller must be done with the previous result
   // before the next call. Large fresh outputs are mapped and faulted in anew
-  // at every call (glibc maps anything above 32 MB).
+  // at every call (glibc maps anything above 32 MB). For such outputs, read
+  // later rather than next: they are written through to memory
+  // (PackedLinear::OutputWrite::kStreamed).
   at::Tensor operator()(const at::Tensor& x, at::Tensor* storage) const;
 
   // The bias in the activation type (for kByCaller).
