@@ -1,12 +1,8 @@
 #include "kernels/packed_linear.h"
 
-#include <emmintrin.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <dnnl.hpp>
 #include <mutex>
 #include <string_view>
@@ -122,37 +118,6 @@ int64_t NextChunkRows(int64_t remaining) {
     if (remaining >= size) return size;
   }
   return remaining;
-}
-
-// Output bytes per staging step of OutputWrite::kStreamed: half of each
-// core's L2 when two threads share the product.
-constexpr int64_t kStagingBytes = int64_t{1} << 20;
-
-// Copies `bytes` from `from` to `to`, the OpenMP team's threads a slice each,
-// with non-temporal 16-byte stores (SSE2, so on every x86-64 CPU) where `to`
-// is aligned for them. Each thread fences its own stores: they are weakly
-// ordered, and whoever reads `to` next may run on another thread.
-void StreamCopy(const uint8_t* from, uint8_t* to, int64_t bytes) {
-#pragma omp parallel if (!omp_in_parallel())
-  {
-    const int64_t threads = omp_get_num_threads();
-    const int64_t slice = (bytes / threads + 63) / 64 * 64;
-    const int64_t begin = std::min(bytes, slice * omp_get_thread_num());
-    const int64_t end = std::min(bytes, begin + slice);
-    int64_t i = begin;
-    const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(to + i) % 16);
-    if (misaligned != 0) {
-      const int64_t head = std::min(end - i, 16 - misaligned);
-      std::memcpy(to + i, from + i, head);
-      i += head;
-    }
-    for (; i + 16 <= end; i += 16) {
-      _mm_stream_si128(reinterpret_cast<__m128i*>(to + i),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i)));
-    }
-    if (i < end) std::memcpy(to + i, from + i, end - i);
-    _mm_sfence();
-  }
 }
 
 }  // namespace
@@ -279,28 +244,9 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
 }
 
-void PackedLinear::Run(const void* x, int64_t rows, void* y, OutputWrite write) const {
+void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   if (rows <= 0) return;
   const State& s = *state_;
-  if (write == OutputWrite::kStreamed && !s.int8() && s.element == LinearElement::kBf16) {
-    const int64_t src_row_bytes = s.in_features * int64_t{sizeof(uint16_t)};
-    const int64_t dst_row_bytes = s.out_features * int64_t{sizeof(uint16_t)};
-    if (rows * dst_row_bytes > kStreamedMinBytes) {
-      // A power of two no smaller than kExactRows: one compiled product.
-      int64_t step = kExactRows;
-      while (2 * step * dst_row_bytes <= kStagingBytes) step *= 2;
-      thread_local CacheLineVector<uint8_t> staging;
-      staging.resize(step * dst_row_bytes);
-      const auto* from = static_cast<const uint8_t*>(x);
-      auto* to = static_cast<uint8_t*>(y);
-      for (int64_t first = 0; first < rows; first += step) {
-        const int64_t count = std::min(step, rows - first);
-        Run(from + first * src_row_bytes, count, staging.data(), OutputWrite::kCached);
-        StreamCopy(staging.data(), to + first * dst_row_bytes, count * dst_row_bytes);
-      }
-      return;
-    }
-  }
   const dnnl::engine& engine = CpuEngine();
   thread_local dnnl::stream stream(CpuEngine());
   thread_local std::vector<uint8_t> scratchpad;
@@ -364,6 +310,20 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y, OutputWrite write) 
 }
 
 const std::string& PackedLinear::implementation() const { return state_->implementation; }
+
+int64_t PackedLinear::in_row_bytes() const {
+  return state_->in_features * (state_->element == LinearElement::kBf16 ? 2 : 4);
+}
+
+int64_t PackedLinear::out_row_bytes() const {
+  return state_->out_features * (state_->element == LinearElement::kBf16 ? 2 : 4);
+}
+
+void* PackedLinear::StagingBuffer() const {
+  thread_local CacheLineVector<uint8_t> staging;
+  staging.resize(static_cast<size_t>(kStagingRows * out_row_bytes()));
+  return staging.data();
+}
 
 size_t PackedLinear::compiled_row_counts() const {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -50,32 +50,33 @@ class PackedLinear {
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
 
-  // How the product's rows reach y.
-  enum class OutputWrite {
-    // Straight from the kernel: they stay in the caches for what reads them
-    // next.
-    kCached,
-    // For bf16 outputs far larger than the caches (above kStreamedMinBytes)
-    // that are read much later: a few hundred rows at a time into a staging
-    // buffer of the calling thread's that stays in L2, then to y with
-    // non-temporal stores, which do not read y's lines before overwriting
-    // them. The encoder's q, k and v at 16,384 tokens (38 MB): the AMX
-    // product took 8.2-8.6 ms a layer written in place and 6.6 ms so. Below
-    // ~32 MB the rows written in place are still in the last-level cache when
-    // attention reads them, and streaming them out cost attention more than
-    // it saved (4,096 and 8,192 tokens); fp32 products are slow enough to
-    // hide their writes, and their staging steps (128 rows) ran 18% slower.
-    // Elsewhere the same as kCached.
-    kStreamed,
-  };
-  static constexpr int64_t kStreamedMinBytes = int64_t{32} << 20;
-
   // y[rows, out_features] = activation(x[rows, in_features]·Wᵀ + bias), both row-major
   // and contiguous, of the element type. Safe to call from several threads.
-  void Run(const void* x, int64_t rows, void* y, OutputWrite write = OutputWrite::kCached) const;
+  void Run(const void* x, int64_t rows, void* y) const;
+
+  // Rows of the product at a time, for callers that put them elsewhere than
+  // one row-major matrix (the encoder's q, k and v, head by head):
+  // kStagingRows rows into a staging buffer of the calling thread's, which
+  // stays in L2, then consume(staged, first_row, count) on the calling
+  // thread, which must be done with them before it returns.
+  static constexpr int64_t kStagingRows = 256;
+  template <typename Consume>
+  void RunStaged(const void* x, int64_t rows, Consume&& consume) const {
+    void* staged = StagingBuffer();
+    const auto* from = static_cast<const uint8_t*>(x);
+    for (int64_t first = 0; first < rows; first += kStagingRows) {
+      const int64_t count = rows - first < kStagingRows ? rows - first : kStagingRows;
+      Run(from + first * in_row_bytes(), count, staged);
+      consume(static_cast<const void*>(staged), first, count);
+    }
+  }
 
   // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
   const std::string& implementation() const;
+
+  // Bytes of one row of x and of y.
+  int64_t in_row_bytes() const;
+  int64_t out_row_bytes() const;
 
   // How many row counts have a compiled product so far: at most 69, however
   // many different row counts Run saw (packed_linear.cc, NextChunkRows).
@@ -84,6 +85,8 @@ class PackedLinear {
  private:
   struct State;
   explicit PackedLinear(std::unique_ptr<State> state);
+  // The calling thread's staging buffer, grown to kStagingRows of y.
+  void* StagingBuffer() const;
   std::unique_ptr<State> state_;
 };
 

@@ -21,6 +21,19 @@
 
 namespace docsparse {
 
+namespace {
+
+// The q, k and v projection is stored head by head (Encoder::Layer) above
+// this size. minilm-lsg at 16,384 tokens (38 MB in bf16), alternated: the
+// forward 414-439 -> 388-416 ms in bf16 (a layer's attention 29-30 -> 24-26
+// ms), 1,678-1,703 -> 1,590-1,669 ms in fp32. At 4,096 and 8,192 tokens, and
+// for minilm at 512, it was as fast or 3-10% slower: the projection's output
+// still sits in the caches there, and its 256-row pieces and the regrouping
+// cost more than attention saves.
+constexpr int64_t kHeadMajorMinBytes = int64_t{32} << 20;
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
     const std::string& model_dir, const EncoderConfig& config,
     std::unique_ptr<AttentionMechanism> attention, Precision precision, at::Device device) {
@@ -258,16 +271,23 @@ at::Tensor Encoder::Layer(const at::Tensor& x, const EncoderLayer& w,
   const int64_t seq = x.size(1);
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.hidden_size / heads;
-  // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
-  // views, read in place by the mechanisms that can (dense on our kernels).
-  // The projection's output is a layer's largest activation (38 MB at 16k
-  // tokens, bf16): each thread keeps one buffer for it instead of faulting a
-  // fresh mapping in at every layer. The previous layer's q, k and v are dead
-  // by now.
-  thread_local at::Tensor qkv_storage;
-  at::Tensor qkv = w.qkv(x, device_.is_cpu() ? &qkv_storage : nullptr)
-                       .view({batch, seq, 3, heads, head_dim})
-                       .permute({2, 0, 3, 1, 4});
+  // Three [batch, heads, seq, head_dim] views of the projection, read in
+  // place by the mechanisms that can. Above kHeadMajorMinBytes (on the CPU)
+  // it is stored head by head, [3 · heads, batch · seq, head_dim]
+  // (Linear::GroupMajor), so that attention reads each head's rows back to
+  // back, into a buffer each thread keeps (the previous layer's q, k and v are
+  // dead by now) instead of a fresh mapping faulted in at every layer.
+  const int64_t qkv_bytes =
+      batch * seq * 3 * config_.hidden_size * static_cast<int64_t>(c10::elementSize(activations_));
+  at::Tensor qkv;
+  if (device_.is_cpu() && qkv_bytes > kHeadMajorMinBytes) {
+    thread_local at::Tensor qkv_storage;
+    qkv = w.qkv.GroupMajor(x, 3 * heads, &qkv_storage)
+              .view({3, heads, batch, seq, head_dim})
+              .permute({0, 2, 1, 3, 4});
+  } else {
+    qkv = w.qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+  }
   AttentionInputs inputs{qkv[0], qkv[1], qkv[2], lengths, layer, options};
   if (w.global_query.has_value()) {
     // Longformer: its global tokens' rows come from projections of their

@@ -1,9 +1,19 @@
 #include "model/encoder/linear.h"
 
+#include "kernels/group_major_rows.h"
 #include "model/encoder/linear_precision.h"
 
 namespace docsparse {
 namespace {
+
+// Group-major outputs larger than this, in bf16, are written with
+// non-temporal stores. The encoder's q, k and v at 16,384 tokens (38 MB): the
+// AMX projection took 8.2-8.6 ms a layer written in place and 6.6 ms written
+// through so (measured before the heads were regrouped, 35a7c0f).
+// Smaller ones are still in the last-level cache when attention reads them:
+// streamed, they cost attention more than the product saved (4,096 and 8,192
+// tokens). An fp32 product is slow enough to hide its writes.
+constexpr int64_t kStreamedMinBytes = int64_t{32} << 20;
 
 LinearActivation InProduct(std::optional<Activation> activation) {
   if (!activation.has_value()) return LinearActivation::kNone;
@@ -68,9 +78,7 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
   if (b.defined()) bias_ = b.to(type_);
 }
 
-at::Tensor Linear::operator()(const at::Tensor& x) const { return (*this)(x, nullptr); }
-
-at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
+at::Tensor Linear::operator()(const at::Tensor& x) const {
   TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
               " input features, got ", x.size(-1));
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
@@ -87,19 +95,36 @@ at::Tensor Linear::operator()(const at::Tensor& x, at::Tensor* storage) const {
   const at::Tensor in = x.to(type_).contiguous();
   std::vector<int64_t> sizes = in.sizes().vec();
   sizes.back() = out_features_;
-  at::Tensor out;
-  if (storage == nullptr) {
-    out = at::empty(sizes, in.options());
-  } else {
-    int64_t bytes = in.element_size();
-    for (int64_t size : sizes) bytes *= size;
-    if (!storage->defined() || storage->numel() < bytes) *storage = at::empty({bytes}, at::kByte);
-    out = storage->narrow(0, 0, bytes).view(in.scalar_type()).view(sizes);
-  }
-  packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr(),
-               storage == nullptr ? PackedLinear::OutputWrite::kCached
-                                  : PackedLinear::OutputWrite::kStreamed);
+  at::Tensor out = at::empty(sizes, in.options());
+  packed_->Run(in.data_ptr(), in.numel() / in_features_, out.data_ptr());
   return activate(out);
+}
+
+at::Tensor Linear::GroupMajor(const at::Tensor& x, int64_t groups, at::Tensor* storage) const {
+  TORCH_CHECK(x.is_cpu() && storage != nullptr, "Linear::GroupMajor: CPU tensors and a storage");
+  TORCH_CHECK(groups > 0 && out_features_ % groups == 0, "Linear::GroupMajor: ", out_features_,
+              " outputs do not split into ", groups, " groups");
+  TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
+              " input features, got ", x.size(-1));
+  const int64_t rows = x.numel() / in_features_;
+  const int64_t width = out_features_ / groups;
+  const int64_t element_bytes = static_cast<int64_t>(c10::elementSize(type_));
+  const int64_t bytes = rows * out_features_ * element_bytes;
+  if (!storage->defined() || storage->numel() < bytes) *storage = at::empty({bytes}, at::kByte);
+  at::Tensor out = storage->narrow(0, 0, bytes).view(type_).view({groups, rows, width});
+  if (!packed_ || (activation_.has_value() && !activation_in_product_)) {
+    out.copy_((*this)(x).reshape({rows, groups, width}).permute({1, 0, 2}));
+    return out;
+  }
+  const at::Tensor in = x.to(type_).contiguous();
+  const GroupMajorRows target{static_cast<uint8_t*>(out.data_ptr()), rows, groups,
+                              width * element_bytes,
+                              type_ == at::kBFloat16 && bytes > kStreamedMinBytes};
+  packed_->RunStaged(
+      in.data_ptr(), rows, [&target](const void* staged, int64_t first, int64_t count) {
+        CopyRowsGroupMajor(static_cast<const uint8_t*>(staged), first, count, target);
+      });
+  return out;
 }
 
 std::string Linear::implementation() const {

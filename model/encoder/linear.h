@@ -41,14 +41,15 @@ class Linear {
   // x [..., in] -> [..., out] in the precision's activation type (x is
   // converted to it first if it is not in it); without the bias for kByCaller.
   at::Tensor operator()(const at::Tensor& x) const;
-  // The same, written into `*storage` (a byte tensor the caller keeps across
-  // calls, grown here as needed) where the product runs on oneDNN: the result
-  // is a view of it, so the caller must be done with the previous result
-  // before the next call. Large fresh outputs are mapped and faulted in anew
-  // at every call (glibc maps anything above 32 MB). For such outputs, read
-  // later rather than next: they are written through to memory
-  // (PackedLinear::OutputWrite::kStreamed).
-  at::Tensor operator()(const at::Tensor& x, at::Tensor* storage) const;
+  // x [..., in] -> [groups, rows, out / groups] (rows: x's rows flattened),
+  // group-major: row r's outputs [g·w, (g + 1)·w) become result[g][r] (the
+  // encoder's q, k and v head by head, kernels/group_major_rows.h). Written
+  // into `*storage`, a byte tensor the caller keeps across calls, grown here
+  // as needed: the result is a view of it, so the caller must be done with
+  // the previous result before the next call (large fresh outputs would be
+  // mapped and faulted in anew at every call: glibc maps anything above
+  // 32 MB). CPU only.
+  at::Tensor GroupMajor(const at::Tensor& x, int64_t groups, at::Tensor* storage) const;
 
   // The bias in the activation type (for kByCaller).
   const at::Tensor& bias() const { return bias_; }

@@ -1,7 +1,7 @@
 // kernels/packed_linear: products over any row count, run as chunks of a few
 // compiled row counts, against a double product written out here; the
-// compiled products stay bounded however many row counts a server sees; a
-// streamed output is the cached one, byte for byte.
+// compiled products stay bounded however many row counts a server sees; the
+// staged pieces make up the whole product.
 #include "kernels/packed_linear.h"
 
 #include <gtest/gtest.h>
@@ -83,36 +83,43 @@ TEST(PackedLinearTest, CompiledProductsStayBoundedOverManyRowCounts) {
   }
 }
 
-// kStreamed goes through its staging buffer only above kStreamedMinBytes:
-// 8,969 rows of 2,048 bf16 outputs are 36.7 MB, 35 staging steps and a
-// remainder, written one element past an aligned address so that the copy's
-// unaligned head and tail run too.
-TEST(PackedLinearTest, StreamedOutputIsTheCachedOneByteForByte) {
-  constexpr int64_t kIn = 64, kOut = 2048, kRows = 8969;
-  ASSERT_GT(kRows * kOut * 2, PackedLinear::kStreamedMinBytes);
+// RunStaged hands over kStagingRows rows at a time, in order, the last piece
+// shorter; together they are Run's product, byte for byte.
+TEST(PackedLinearTest, StagedPiecesAreTheWholeProduct) {
   std::mt19937 rng(13);
+  const Problem p = MakeProblem(rng);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> weight(kOut * kIn), bias(kOut);
-  for (float& w : weight) w = 0.1f * normal(rng);
-  for (float& b : bias) b = normal(rng);
-  const auto linear =
-      PackedLinear::Create(weight.data(), bias.data(), kOut, kIn, LinearElement::kBf16);
-  if (linear == nullptr) GTEST_SKIP() << "no oneDNN bf16 product on this CPU";
-  std::vector<uint16_t> x(kRows * kIn);
-  for (uint16_t& v : x) {
-    const float value = normal(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    v = static_cast<uint16_t>(bits >> 16);
+  for (LinearElement element : {LinearElement::kFp32, LinearElement::kBf16}) {
+    const auto linear = PackedLinear::Create(p.weight.data(), p.bias.data(), p.out, p.in, element);
+    if (linear == nullptr) continue;  // bf16 without AVX-512
+    const int64_t bytes = element == LinearElement::kBf16 ? 2 : 4;
+    EXPECT_EQ(linear->in_row_bytes(), p.in * bytes);
+    EXPECT_EQ(linear->out_row_bytes(), p.out * bytes);
+    for (int64_t rows :
+         {int64_t{1}, PackedLinear::kStagingRows, 3 * PackedLinear::kStagingRows + 45}) {
+      std::vector<float> values(rows * p.in);
+      for (float& v : values) v = normal(rng);
+      std::vector<uint16_t> bf16(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &values[i], sizeof(bits));
+        bf16[i] = static_cast<uint16_t>(bits >> 16);
+      }
+      const void* x = element == LinearElement::kBf16 ? static_cast<const void*>(bf16.data())
+                                                      : static_cast<const void*>(values.data());
+      std::vector<uint8_t> whole(rows * p.out * bytes), pieces(whole.size(), 0xab);
+      linear->Run(x, rows, whole.data());
+      int64_t next = 0;
+      linear->RunStaged(x, rows, [&](const void* staged, int64_t first, int64_t count) {
+        EXPECT_EQ(first, next);
+        EXPECT_EQ(count, std::min(PackedLinear::kStagingRows, rows - first));
+        std::memcpy(pieces.data() + first * p.out * bytes, staged, count * p.out * bytes);
+        next = first + count;
+      });
+      EXPECT_EQ(next, rows);
+      EXPECT_EQ(pieces, whole) << rows << " rows";
+    }
   }
-  std::vector<uint16_t> cached(kRows * kOut);
-  linear->Run(x.data(), kRows, cached.data(), PackedLinear::OutputWrite::kCached);
-  constexpr uint16_t kGuard = 0xabcd;
-  std::vector<uint16_t> streamed(kRows * kOut + 2, kGuard);
-  linear->Run(x.data(), kRows, streamed.data() + 1, PackedLinear::OutputWrite::kStreamed);
-  EXPECT_EQ(streamed.front(), kGuard);
-  EXPECT_EQ(streamed.back(), kGuard);
-  EXPECT_EQ(std::memcmp(streamed.data() + 1, cached.data(), cached.size() * sizeof(uint16_t)), 0);
 }
 
 }  // namespace

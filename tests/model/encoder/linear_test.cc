@@ -55,35 +55,33 @@ TEST(LinearTest, Bf16StaysBf16AndWithinItsRounding) {
   EXPECT_GT(MaxError(got, want), 0.0);  // it did round
 }
 
-TEST(LinearTest, ResultsInCallerStorageMatchFreshOnesAndReuseIt) {
+// GroupMajor is the product with its outputs regrouped, in every precision
+// and through every path (oneDNN's staged pieces, LibTorch's fallback where
+// bf16 has no oneDNN product), and it reuses the caller's storage.
+TEST(LinearTest, GroupMajorIsTheProductRegroupedInCallerStorage) {
   c10::InferenceMode inference_mode;
   at::manual_seed(4);
-  const at::Tensor weight = at::randn({40, 48}) * 0.1;
-  const at::Tensor bias = at::randn({40});
-  for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+  const at::Tensor weight = at::randn({48, 40}) * 0.1;
+  const at::Tensor bias = at::randn({48});
+  for (const Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
     const Linear linear(weight, bias, precision);
     at::Tensor storage;
-    const at::Tensor big = at::randn({3, 9, 48});
-    const at::Tensor first = linear(big, &storage);
-    EXPECT_TRUE(at::equal(first, linear(big))) << PrecisionName(precision);
-    EXPECT_EQ(first.sizes(), (std::vector<int64_t>{3, 9, 40}));
-    // Only oneDNN's products write into the storage (bf16 without bf16
-    // products on the CPU, AVX2 only, takes LibTorch's fp32 ones).
-    if (linear.implementation().rfind("onednn:", 0) != 0) {
-      EXPECT_EQ(precision, Precision::kBf16) << linear.implementation();
-      const at::Tensor small = at::randn({5, 48});
-      EXPECT_TRUE(at::equal(linear(small, &storage), linear(small)));
-      continue;
+    // 3 x 300 rows: more than one staging piece (256 rows).
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{3, 300, 40}, std::vector<int64_t>{5, 40}}) {
+      const at::Tensor x = at::randn(shape);
+      const int64_t rows = x.numel() / 40;
+      const at::Tensor want = linear(x).reshape({rows, 6, 8}).permute({1, 0, 2});
+      const at::Tensor got = linear.GroupMajor(x, 6, &storage);
+      EXPECT_EQ(got.sizes(), (std::vector<int64_t>{6, rows, 8})) << PrecisionName(precision);
+      EXPECT_TRUE(at::equal(got, want)) << PrecisionName(precision) << " " << rows << " rows";
+      EXPECT_EQ(got.data_ptr(), storage.data_ptr());
     }
-    const void* data = storage.data_ptr();
-    // A smaller product reuses the storage; a larger one grows it.
-    const at::Tensor small = at::randn({5, 48});
-    EXPECT_TRUE(at::equal(linear(small, &storage), linear(small)));
-    EXPECT_EQ(storage.data_ptr(), data);
-    const at::Tensor larger = at::randn({4, 9, 48});
-    EXPECT_TRUE(at::equal(linear(larger, &storage), linear(larger)));
-    EXPECT_GE(storage.numel(), 4 * 9 * 40 * linear(larger).element_size());
+    // The smaller result reused the storage the larger one grew.
+    EXPECT_GE(storage.numel(), 900 * 48 * linear(at::randn({1, 40})).element_size());
   }
+  EXPECT_THROW(Linear(weight, bias, Precision::kFp32).GroupMajor(at::randn({2, 40}), 5, nullptr),
+               c10::Error);
 }
 
 // int8 weights with per-row dynamic activation scales: each term carries two
