@@ -569,6 +569,19 @@ DOCSPARSE_AMX void WriteOutputs(const Bf16AttentionParams& p, int64_t batch_head
     const __m512 inverse = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
     const int64_t row = out_start + r * out_layout.row_stride;
+    if (p.stream_out && p.out == nullptr && d % 32 == 0 &&
+        reinterpret_cast<uintptr_t>(p.out_bf16 + row) % 64 == 0) {
+      // 32 values, one whole line, a store (AmxWorker fences them).
+      for (int32_t n = 0; n < d; n += 32) {
+        const __m256i low = reinterpret_cast<__m256i>(
+            _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(acc + n), inverse)));
+        const __m256i high = reinterpret_cast<__m256i>(
+            _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(acc + n + 16), inverse)));
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(p.out_bf16 + row + n),
+                            _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1));
+      }
+      continue;
+    }
     for (int32_t n = 0; n < d; n += 16) {
       const __m512 value = _mm512_mul_ps(_mm512_loadu_ps(acc + n), inverse);
       if (p.out != nullptr) {
@@ -736,7 +749,13 @@ class AmxWorker {
       }
     }
   }
-  ~AmxWorker() { ReleaseTiles(); }
+  // The thread's non-temporal output stores (stream_out) are weakly
+  // ordered: fenced here, on the thread that made them, before the caller
+  // (perhaps on another thread) reads the output.
+  ~AmxWorker() {
+    _mm_sfence();
+    ReleaseTiles();
+  }
   AmxWorker(const AmxWorker&) = delete;
   AmxWorker& operator=(const AmxWorker&) = delete;
 

@@ -35,6 +35,12 @@ struct Bf16AttentionParams {
   // keys are gathered as pairs of bf16).
   RowLayout q_layout = {}, k_layout = {}, v_layout = {}, out_layout = {};
   uint16_t* out_bf16 = nullptr;  // the output in bf16 instead, where out is null
+  // The AMX executor writes out_bf16 rows whose head_dim is a multiple of 32
+  // and that start 64-byte aligned with non-temporal stores, which do not read
+  // the lines they overwrite and leave them out of the caches: for a context
+  // far larger than the caches (model/attention/context_buffer.h). Same
+  // values either way; the AVX512-BF16 executor ignores it.
+  bool stream_out = false;
   // Where set, the key sequence is these segments (ascending, disjoint) and
   // k and v are unused; no span may reach a key outside them. LSG's extended
   // keys [global ; derived ; tokens] are read where the projection and the

@@ -28,8 +28,9 @@ struct GroupMajorRows {
 // Copies rows [first, first + count) of the row-major source (`rows`,
 // groups·group_bytes bytes per row) into `out`: source row r's group g to
 // out.dst + ((g·total_rows) + first + r)·group_bytes. Runs on the calling
-// thread's OpenMP team (groups shared out), or on the calling thread alone
-// inside a parallel region.
+// thread's OpenMP team (rows shared out, each row's groups in turn: group by
+// group, reading the source 2,304 bytes apart, the copy took ~2 ms more of a
+// 16k-token layer), or on the calling thread alone inside a parallel region.
 void CopyRowsGroupMajor(const uint8_t* rows, int64_t first, int64_t count,
                         const GroupMajorRows& out);
 

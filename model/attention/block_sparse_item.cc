@@ -87,6 +87,7 @@ Bf16AttentionParams Bf16ParamsFor(const at::Tensor& q16, int32_t k_len, at::Tens
   params.q_layout = LayoutOf3d(q16);
   params.out_layout = LayoutOf3d(out);
   params.out_bf16 = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  params.stream_out = StreamsContext(out);
   return params;
 }
 

@@ -122,6 +122,7 @@ at::Tensor Bf16KernelContext(const AttentionInputs& in, float scale, int num_thr
                              LayoutOf4d(o.q), LayoutOf4d(o.k),
                              LayoutOf4d(o.v), LayoutOf4d(o.context)};
   params.out_bf16 = bits(o.context);
+  params.stream_out = StreamsContext(o.context);
   executor(params, o.plan.View(), num_threads);
   return o.context;
 }

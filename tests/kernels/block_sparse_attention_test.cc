@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
 #include "kernels/bf16_attention_executor.h"
 #include "kernels/block_sparse_attention_amx.h"
@@ -603,6 +605,36 @@ TEST(BlockSparseAttentionAmxTest, ThreadCountDoesNotChangeBits) {
 TEST(BlockSparseAttentionAmxTest, InterleavedLayoutsAndBf16OutputGiveTheSameValues) {
   SKIP_WITHOUT_AMX(32);
   ExpectInterleavedLayoutsAndBf16OutputAgree(&BlockSparseAttentionAmx);
+}
+
+// stream_out writes the same bf16 bits with non-temporal stores where rows
+// are aligned lines, and falls back to plain stores where they are not (an
+// output one element off alignment).
+TEST(BlockSparseAttentionAmxTest, StreamedBf16OutputIsTheSameBits) {
+  for (int head_dim : {32, 64}) {
+    SKIP_WITHOUT_AMX(head_dim);
+    const Bf16Problem b = ToBf16(MakeProblem(2, 3, 150, 400, head_dim, 16, /*dense=*/false, 7, 90));
+    const Problem& p = b.problem;
+    BlockSparsePlanView plan{p.blocks(), p.block_starts.data(), p.offsets.data(), p.spans.data()};
+    for (const size_t offset : {size_t{0}, size_t{1}}) {
+      std::vector<std::vector<uint16_t>> outs;
+      for (const bool stream : {false, true}) {
+        CacheLineVector<uint16_t> out(p.q.size() + offset, 0xffff);
+        Bf16AttentionParams params{b.q.data(), b.k.data(),
+                                   b.v.data(), nullptr,
+                                   p.batch,    p.heads,
+                                   p.q_len,    p.k_len,
+                                   p.head_dim, 1.0f / std::sqrt(static_cast<float>(p.head_dim))};
+        params.out_bf16 = out.data() + offset;
+        params.stream_out = stream;
+        BlockSparseAttentionAmx(params, plan, 2);
+        outs.emplace_back(out.begin() + offset, out.end());
+      }
+      EXPECT_EQ(outs[0], outs[1]) << "head_dim " << head_dim << ", offset " << offset;
+      EXPECT_NE(std::count(outs[0].begin(), outs[0].end(), uint16_t{0xffff}),
+                static_cast<std::ptrdiff_t>(outs[0].size()));
+    }
+  }
 }
 
 TEST(BlockSparseAttentionAmxTest, HeadSizesTheTilesCannotHoldAreNotAvailable) {
