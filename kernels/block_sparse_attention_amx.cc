@@ -413,6 +413,14 @@ DOCSPARSE_AMX int32_t ChunkProbabilities(const float* scores, const float* shift
                                                             first_row, sums, probs);
 }
 
+// The largest exponent scale2·s of one row of a chunk over its real keys.
+DOCSPARSE_AMX float ChunkRowMax(const float* row, __m512 scale2, __mmask16 real0, __mmask16 real1) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  return _mm512_reduce_max_ps(_mm512_max_ps(
+      _mm512_mask_mov_ps(lowest, real0, _mm512_mul_ps(_mm512_load_ps(row), scale2)),
+      _mm512_mask_mov_ps(lowest, real1, _mm512_mul_ps(_mm512_load_ps(row + 16), scale2))));
+}
+
 // Raises the shift of each row from `first_row` on whose chunk would exceed
 // 2^kLazyRescaleLog2 to the chunk's maximum, and rescales what the row
 // accumulated (tiles 6 and 7, taken out and put back) and its sums to match.
@@ -422,13 +430,8 @@ DOCSPARSE_AMX void RaiseShifts(const float* scores, __m512 scale2, __mmask16 rea
   constexpr int64_t kAccStride = kChunkKeys * sizeof(float);
   _tile_stored(6, acc, kAccStride);
   _tile_stored(7, acc + 16, kAccStride);
-  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int32_t i = first_row; i < kTileRows; ++i) {
-    const float* in = scores + i * kChunkKeys;
-    const __m512 top = _mm512_max_ps(
-        _mm512_mask_mov_ps(lowest, real0, _mm512_mul_ps(_mm512_load_ps(in), scale2)),
-        _mm512_mask_mov_ps(lowest, real1, _mm512_mul_ps(_mm512_load_ps(in + 16), scale2)));
-    const float chunk_max = _mm512_reduce_max_ps(top);
+    const float chunk_max = ChunkRowMax(scores + i * kChunkKeys, scale2, real0, real1);
     if (!(chunk_max - shift[i] > kLazyRescaleLog2)) continue;
     const __m512 factor = _mm512_set1_ps(std::exp2(shift[i] - chunk_max));  // 0 at first
     shift[i] = chunk_max;
@@ -451,12 +454,8 @@ DOCSPARSE_AMX void RaiseShifts(const float* scores, __m512 scale2, __mmask16 rea
 // 512 0.47-0.53 against 0.45-0.48 (AMX machine, 12 heads of 32, alternated).
 DOCSPARSE_AMX void InitialShifts(const float* scores, __m512 scale2, __mmask16 real0,
                                  __mmask16 real1, float* shift) {
-  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int32_t i = 0; i < kTileRows; ++i) {
-    const float* in = scores + i * kChunkKeys;
-    shift[i] = _mm512_reduce_max_ps(_mm512_max_ps(
-        _mm512_mask_mov_ps(lowest, real0, _mm512_mul_ps(_mm512_load_ps(in), scale2)),
-        _mm512_mask_mov_ps(lowest, real1, _mm512_mul_ps(_mm512_load_ps(in + 16), scale2))));
+    shift[i] = ChunkRowMax(scores + i * kChunkKeys, scale2, real0, real1);
   }
 }
 
@@ -569,7 +568,8 @@ DOCSPARSE_AMX void WriteOutputs(const Bf16AttentionParams& p, int64_t batch_head
     const __m512 inverse = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
     const float* acc = s.acc.data() + static_cast<int64_t>(r) * d;
     const int64_t row = out_start + r * out_layout.row_stride;
-    if (p.stream_out && p.out == nullptr && d % 32 == 0 &&
+    // head_dim is a multiple of 32 here (AmxBlockSparseAttentionAvailable).
+    if (p.stream_out && p.out == nullptr &&
         reinterpret_cast<uintptr_t>(p.out_bf16 + row) % 64 == 0) {
       // 32 values, one whole line, a store (AmxWorker fences them).
       for (int32_t n = 0; n < d; n += 32) {

@@ -29,7 +29,7 @@ void StreamBytes(const uint8_t* from, uint8_t* to, int64_t bytes) {
 void CopyRowsGroupMajor(const uint8_t* rows, int64_t first, int64_t count,
                         const GroupMajorRows& out) {
   const int64_t row_bytes = out.groups * out.group_bytes;
-  const bool aligned = out.group_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(out.dst) % 16 == 0;
+  const int64_t group_stride = out.total_rows * out.group_bytes;
   // Row by row, each row's groups in turn: the source is read in order (the
   // prefetchers follow it), and every destination row is written whole.
 #pragma omp parallel if (!omp_in_parallel())
@@ -38,17 +38,11 @@ void CopyRowsGroupMajor(const uint8_t* rows, int64_t first, int64_t count,
     for (int64_t r = 0; r < count; ++r) {
       const uint8_t* in = rows + r * row_bytes;
       uint8_t* to = out.dst + (first + r) * out.group_bytes;
-      const int64_t group_stride = out.total_rows * out.group_bytes;
       for (int64_t g = 0; g < out.groups; ++g, in += out.group_bytes, to += group_stride) {
-        if (!out.streamed) {
-          std::memcpy(to, in, out.group_bytes);
-        } else if (aligned) {
-          for (int64_t i = 0; i < out.group_bytes; i += 16) {
-            _mm_stream_si128(reinterpret_cast<__m128i*>(to + i),
-                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
-          }
-        } else {
+        if (out.streamed) {
           StreamBytes(in, to, out.group_bytes);
+        } else {
+          std::memcpy(to, in, out.group_bytes);
         }
       }
     }

@@ -6,15 +6,6 @@
 namespace docsparse {
 namespace {
 
-// Group-major outputs larger than this, in bf16, are written with
-// non-temporal stores. The encoder's q, k and v at 16,384 tokens (38 MB): the
-// AMX projection took 8.2-8.6 ms a layer written in place and 6.6 ms written
-// through so (measured before the heads were regrouped, 35a7c0f).
-// Smaller ones are still in the last-level cache when attention reads them:
-// streamed, they cost attention more than the product saved (4,096 and 8,192
-// tokens). An fp32 product is slow enough to hide its writes.
-constexpr int64_t kStreamedMinBytes = int64_t{32} << 20;
-
 LinearActivation InProduct(std::optional<Activation> activation) {
   if (!activation.has_value()) return LinearActivation::kNone;
   switch (*activation) {
@@ -118,8 +109,7 @@ at::Tensor Linear::GroupMajor(const at::Tensor& x, int64_t groups, at::Tensor* s
   }
   const at::Tensor in = x.to(type_).contiguous();
   const GroupMajorRows target{static_cast<uint8_t*>(out.data_ptr()), rows, groups,
-                              width * element_bytes,
-                              type_ == at::kBFloat16 && bytes > kStreamedMinBytes};
+                              width * element_bytes, /*streamed=*/type_ == at::kBFloat16};
   packed_->RunStaged(
       in.data_ptr(), rows, [&target](const void* staged, int64_t first, int64_t count) {
         CopyRowsGroupMajor(static_cast<const uint8_t*>(staged), first, count, target);
