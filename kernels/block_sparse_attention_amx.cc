@@ -753,7 +753,7 @@ class AmxWorker {
   // ordered: fenced here, on the thread that made them, before the caller
   // (perhaps on another thread) reads the output.
   ~AmxWorker() {
-    _mm_sfence();
+    if (p_.stream_out) _mm_sfence();
     ReleaseTiles();
   }
   AmxWorker(const AmxWorker&) = delete;

@@ -69,9 +69,13 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
   if (b.defined()) bias_ = b.to(type_);
 }
 
-at::Tensor Linear::operator()(const at::Tensor& x) const {
+void Linear::CheckInFeatures(const at::Tensor& x) const {
   TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
               " input features, got ", x.size(-1));
+}
+
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  CheckInFeatures(x);
   const at::Tensor bias = bias_in_product_ ? bias_ : at::Tensor();
   const auto activate = [this](const at::Tensor& y) {
     return activation_.has_value() && !activation_in_product_ ? ApplyActivation(y, *activation_)
@@ -95,8 +99,7 @@ at::Tensor Linear::GroupMajor(const at::Tensor& x, int64_t groups, at::Tensor* s
   TORCH_CHECK(x.is_cpu() && storage != nullptr, "Linear::GroupMajor: CPU tensors and a storage");
   TORCH_CHECK(groups > 0 && out_features_ % groups == 0, "Linear::GroupMajor: ", out_features_,
               " outputs do not split into ", groups, " groups");
-  TORCH_CHECK(x.size(-1) == in_features_, "Linear: expected ", in_features_,
-              " input features, got ", x.size(-1));
+  CheckInFeatures(x);
   const int64_t rows = x.numel() / in_features_;
   const int64_t width = out_features_ / groups;
   const int64_t element_bytes = static_cast<int64_t>(c10::elementSize(type_));

@@ -60,6 +60,9 @@ class Linear {
   std::string implementation() const;
 
  private:
+  // x's last dimension is in_features_, else a named error.
+  void CheckInFeatures(const at::Tensor& x) const;
+
   at::ScalarType type_ = at::kFloat;
   int64_t in_features_ = 0;
   int64_t out_features_ = 0;
