@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "kernels/aligned_vector.h"
+#include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/int8_rows.h"
+#include "kernels/int8_weight_gemv.h"
 
 namespace docsparse {
 
@@ -92,6 +94,15 @@ void ForRows(int64_t rows, RowKernel kernel) {
   }
 }
 
+// Products of at most this many rows with int8 weights run on
+// Int8WeightGemv where the CPU has no int32 dot products (decode steps: one
+// row per beam and sequence; beam 4 x batch 4 is 16). Without VNNI oneDNN
+// 2.6 packs the weights at every call (gemm:jit), which a product of a few
+// rows cannot amortise.
+constexpr int64_t kGemvMaxRows = 16;
+
+bool Int8GemvServes(const CpuFeatures& cpu) { return !cpu.int8_dot && !cpu.amx_int8; }
+
 // The row count whose primitive chooses the packed layout; every other row
 // count then runs on that layout (brgemm's layout depends on the weights'
 // shape and type, not on the rows).
@@ -137,6 +148,12 @@ struct PackedLinear::State {
   std::string implementation;
   // int8 weights: per output channel, max |w| / WeightLevels().
   std::vector<float> channel_scales;
+  // int8 weights on CPUs without int32 dot products: the quantized weights
+  // [out, in] once more, row-major, for products of up to kGemvMaxRows rows
+  // (Int8WeightGemv); empty elsewhere.
+  std::vector<int8_t> gemv_weights;
+
+  void RunGemv(const void* x, int64_t rows, void* y) const;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
 
@@ -215,6 +232,7 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
     }
   }
   if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
+  if (state->int8() && Int8GemvServes(HostCpuFeatures())) state->gemv_weights = quantized;
   try {
     const dnnl::engine& engine = CpuEngine();
     dnnl::stream stream(engine);
@@ -244,9 +262,51 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
 }
 
+void PackedLinear::State::RunGemv(const void* x, int64_t rows, void* y) const {
+  const bool bf16 = element == LinearElement::kBf16;
+  // The kernel reads and writes fp32 rows; bf16 ones are widened and
+  // rounded here (a few rows).
+  thread_local std::vector<float> x_fp32;
+  thread_local std::vector<float> y_fp32;
+  const float* in = static_cast<const float*>(x);
+  float* out = static_cast<float*>(y);
+  if (bf16) {
+    const auto* bits = static_cast<const uint16_t*>(x);
+    x_fp32.resize(static_cast<size_t>(rows * in_features));
+    for (size_t i = 0; i < x_fp32.size(); ++i) x_fp32[i] = Bf16ToFloat(bits[i]);
+    y_fp32.resize(static_cast<size_t>(rows * out_features));
+    in = x_fp32.data();
+    out = y_fp32.data();
+  }
+  const Int8WeightGemvParams params{gemv_weights.data(),
+                                    channel_scales.data(),
+                                    bias_values.empty() ? nullptr : bias_values.data(),
+                                    in,
+                                    out,
+                                    rows,
+                                    in_features,
+                                    out_features};
+  // Channels in chunks of 64; one thread for a small product (fork and join
+  // cost more than it).
+  constexpr int64_t kChunk = 64;
+  const bool parallel = rows * in_features * out_features >= (int64_t{1} << 18);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t begin = 0; begin < out_features; begin += kChunk) {
+    Int8WeightGemv(params, begin, std::min(out_features, begin + kChunk));
+  }
+  if (bf16) {
+    auto* bits = static_cast<uint16_t*>(y);
+    for (size_t i = 0; i < y_fp32.size(); ++i) bits[i] = FloatToBf16(y_fp32[i]);
+  }
+}
+
 void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   if (rows <= 0) return;
   const State& s = *state_;
+  if (!s.gemv_weights.empty() && rows <= kGemvMaxRows) {
+    s.RunGemv(x, rows, y);
+    return;
+  }
   const dnnl::engine& engine = CpuEngine();
   thread_local dnnl::stream stream(CpuEngine());
   thread_local std::vector<uint8_t> scratchpad;
