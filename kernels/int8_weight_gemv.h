@@ -2,7 +2,7 @@
 // the rows left unquantized: the products of a decode step (one row per beam
 // and sequence) on CPUs without int32 dot products (AVX2 without VNNI).
 //
-// There oneDNN 2.6 runs an s8 x s8 product through gemm:jit, which reorders
+// There oneDNN 2.6 runs an s8 x s8 product through gemm:jit, which packs
 // the weights at every call: a BART-base-shaped decode step at int8 took
 // 82 ms a token against 24 ms in fp32 on a 2-core EPYC (Zen 3), and
 // CTranslate2's int8 26 ms (docs/BENCHMARKS.md, "CPU engine, sixteenth

@@ -232,7 +232,6 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
     }
   }
   if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
-  if (state->int8() && Int8GemvServes(HostCpuFeatures())) state->gemv_weights = quantized;
   try {
     const dnnl::engine& engine = CpuEngine();
     dnnl::stream stream(engine);
@@ -258,6 +257,10 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
     stream.wait();
   } catch (const dnnl::error&) {
     return nullptr;
+  }
+  // oneDNN has its reordered copy; the row-major one goes to the few-row kernel.
+  if (state->int8() && Int8GemvServes(HostCpuFeatures())) {
+    state->gemv_weights = std::move(quantized);
   }
   return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
 }
