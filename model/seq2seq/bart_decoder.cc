@@ -3,6 +3,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/checkpoint/checkpoint_tensor.h"
+#include "model/seq2seq/decoder_attention.h"
 #include "model/seq2seq/seq2seq_embeddings.h"
 
 namespace docsparse {
@@ -90,12 +92,76 @@ absl::StatusOr<BartDecoderWeights> LoadBartDecoderWeights(const Checkpoint& chec
   return w;
 }
 
+std::pair<at::Tensor, at::Tensor> SelfAttentionCache::Append(int layer, const at::Tensor& k,
+                                                             const at::Tensor& v) {
+  const int64_t steps = k.size(2);
+  const int64_t total = past + steps;
+  const auto write = [&](at::Tensor* buffer, const at::Tensor& step) {
+    if (!buffer->defined() || buffer->size(2) < total) {
+      // Doubling: a long generation regrows log2 times, each copying once.
+      constexpr int64_t kFirstCapacity = 32;
+      const int64_t capacity =
+          std::max(total, buffer->defined() ? 2 * buffer->size(2) : kFirstCapacity);
+      at::Tensor grown =
+          at::empty({step.size(0), step.size(1), capacity, step.size(3)}, step.options());
+      if (buffer->defined() && past > 0) {
+        grown.narrow(2, 0, past).copy_(buffer->narrow(2, 0, past));
+      }
+      *buffer = std::move(grown);
+    }
+    buffer->narrow(2, past, steps).copy_(step);
+    return buffer->narrow(2, 0, total);
+  };
+  return {write(&keys[layer], k), write(&values[layer], v)};
+}
+
 void SelfAttentionCache::SelectRows(const at::Tensor& source) {
+  TORCH_CHECK(source.dim() == 1 && source.scalar_type() == at::kLong && source.is_cpu() &&
+                  source.is_contiguous(),
+              "source: expected [new_rows] int64 on the CPU");
+  if (keys.empty() || !keys[0].defined()) return;
+  const int64_t* from = source.data_ptr<int64_t>();
+  const int64_t new_rows = source.size(0);
+  const int64_t old_rows = keys[0].size(0);
+  std::vector<int64_t> moved;  // rows whose contents change
+  for (int64_t r = 0; r < new_rows; ++r) {
+    if (r >= old_rows || from[r] != r) moved.push_back(r);
+  }
+  if (new_rows == old_rows && moved.empty()) return;
+  const auto select = [&](at::Tensor* buffer) {
+    const at::Tensor held = buffer->narrow(2, 0, past);
+    if (new_rows != old_rows) {
+      at::Tensor kept = at::empty({new_rows, buffer->size(1), buffer->size(2), buffer->size(3)},
+                                  buffer->options());
+      for (int64_t r = 0; r < new_rows; ++r) kept[r].narrow(1, 0, past).copy_(held[from[r]]);
+      *buffer = std::move(kept);
+      return;
+    }
+    // In place: the moved rows' sources that are themselves overwritten are
+    // read from a copy taken first.
+    std::vector<int64_t> overwritten_sources;
+    std::vector<int64_t> copy_slot(static_cast<size_t>(old_rows), -1);
+    for (int64_t r : moved) {
+      const int64_t s = from[r];
+      if (s != r && from[s] != s && copy_slot[s] < 0) {
+        copy_slot[s] = static_cast<int64_t>(overwritten_sources.size());
+        overwritten_sources.push_back(s);
+      }
+    }
+    const at::Tensor copies =
+        overwritten_sources.empty()
+            ? at::Tensor()
+            : held.index_select(0, at::tensor(overwritten_sources, at::kLong).to(held.device()));
+    for (int64_t r : moved) {
+      const int64_t s = from[r];
+      held[r].copy_(copy_slot[s] >= 0 ? copies[copy_slot[s]] : held[s]);
+    }
+  };
   for (at::Tensor& k : keys) {
-    if (k.defined()) k = k.index_select(0, source.to(k.device()));
+    if (k.defined()) select(&k);
   }
   for (at::Tensor& v : values) {
-    if (v.defined()) v = v.index_select(0, source.to(v.device()));
+    if (v.defined()) select(&v);
   }
 }
 
@@ -112,14 +178,16 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Devi
   for (BartDecoderLayerWeights& w : weights_.layers) {
     products_.push_back(BartDecoderLayerProducts{
         product(w.self.qkv_weight, w.self.qkv_bias), product(w.self.out_weight, w.self.out_bias),
-        product(w.cross.q_weight, w.cross.q_bias), product(w.cross.out_weight, w.cross.out_bias),
+        product(w.cross.q_weight, w.cross.q_bias), product(w.cross.kv_weight, w.cross.kv_bias),
+        product(w.cross.out_weight, w.cross.out_bias),
         // The activation runs inside the product (on the CPU).
         product(w.self.fc1_weight, w.self.fc1_bias, config_.activation),
         product(w.self.fc2_weight, w.self.fc2_bias)});
     for (at::Tensor* packed :
          {&w.self.qkv_weight, &w.self.qkv_bias, &w.self.out_weight, &w.self.out_bias,
-          &w.cross.q_weight, &w.cross.q_bias, &w.cross.out_weight, &w.cross.out_bias,
-          &w.self.fc1_weight, &w.self.fc1_bias, &w.self.fc2_weight, &w.self.fc2_bias}) {
+          &w.cross.q_weight, &w.cross.q_bias, &w.cross.kv_weight, &w.cross.kv_bias,
+          &w.cross.out_weight, &w.cross.out_bias, &w.self.fc1_weight, &w.self.fc1_bias,
+          &w.self.fc2_weight, &w.self.fc2_bias}) {
       *packed = at::Tensor();
     }
   }
@@ -127,17 +195,16 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Devi
   // An untied LM head would otherwise be held twice (50k x 768 fp32 for BART).
   weights_.lm_head = at::Tensor();
   weights_.final_logits_bias = at::Tensor();
-  // What stays a tensor: the embeddings, the norms and the cross-attention
-  // key/value projection.
+  // What stays a tensor: the embeddings and the norms.
   PlaceTensors(
       device_, type_,
       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias});
   for (BartDecoderLayerWeights& w : weights_.layers) {
-    PlaceTensors(device_, type_,
-                 {&w.self.attention_norm_weight, &w.self.attention_norm_bias,
-                  &w.self.final_norm_weight, &w.self.final_norm_bias, &w.cross.kv_weight,
-                  &w.cross.kv_bias, &w.cross.norm_weight, &w.cross.norm_bias});
+    PlaceTensors(
+        device_, type_,
+        {&w.self.attention_norm_weight, &w.self.attention_norm_bias, &w.self.final_norm_weight,
+         &w.self.final_norm_bias, &w.cross.norm_weight, &w.cross.norm_bias});
   }
 }
 
@@ -166,15 +233,14 @@ absl::StatusOr<CrossAttentionMemory> BartDecoder::Attend(const at::Tensor& hidde
   CrossAttentionMemory memory;
   try {
     c10::InferenceMode inference_mode;
-    for (const BartDecoderLayerWeights& layer : weights_.layers) {
+    for (const BartDecoderLayerProducts& layer : products_) {
       std::vector<at::Tensor> keys, values;
       for (size_t b = 0; b < valid_rows.size(); ++b) {
         const at::Tensor rows =
             hidden[static_cast<int64_t>(b)].narrow(0, 0, valid_rows[b]).to(device_, type_);
         // [rows, 2h] -> [2, heads, rows, head_dim]
-        const at::Tensor kv = at::linear(rows, layer.cross.kv_weight, layer.cross.kv_bias)
-                                  .view({valid_rows[b], 2, heads, -1})
-                                  .permute({1, 2, 0, 3});
+        const at::Tensor kv =
+            layer.cross_kv(rows).view({valid_rows[b], 2, heads, -1}).permute({1, 2, 0, 3});
         keys.push_back(kv[0].contiguous());
         values.push_back(kv[1].contiguous());
         if (flops != nullptr) *flops += 2.0 * valid_rows[b] * h * 2 * h;
@@ -195,16 +261,25 @@ at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartDecoderLaye
   const int64_t steps = x.size(1);
   const int64_t h = config_.hidden_size;
   const int64_t heads = config_.decoder_heads;
-  const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
-  // [rows, steps, 3, heads, d] -> three [rows, heads, steps, d]
-  const at::Tensor qkv = p.self_qkv(x).view({rows, steps, 3, heads, -1}).permute({2, 0, 3, 1, 4});
-  // BartAttention scales the projected queries before the product.
-  const at::Tensor query = qkv[0] * scaling;
-  at::Tensor& keys = cache->keys[layer];
-  at::Tensor& values = cache->values[layer];
-  keys = keys.defined() ? at::cat({keys, qkv[1]}, 2) : qkv[1].contiguous();
-  values = values.defined() ? at::cat({values, qkv[2]}, 2) : qkv[2].contiguous();
+  const int64_t d = config_.decoder_head_dim();
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(d));
+  // [rows, steps, 3, heads, d]; q, k and v as [rows, heads, steps, d] views.
+  const at::Tensor qkv = p.self_qkv(x).view({rows, steps, 3, heads, d});
+  const auto part = [&](int64_t i) { return qkv.select(2, i).permute({0, 2, 1, 3}); };
+  const auto [keys, values] = cache->Append(layer, part(1), part(2));
   const int64_t total = keys.size(2);
+  if (flops != nullptr) {
+    *flops += 2.0 * rows * steps * h * 3 * h        // q, k, v
+              + 2.0 * 2 * rows * steps * total * h  // scores and context, all heads
+              + 2.0 * rows * steps * h * h;         // out_proj
+  }
+  if (DecoderAttentionInPlace(type_, device_, d)) {
+    const at::Tensor context = at::empty({rows, steps, heads, d}, qkv.options());
+    AttendInPlace(part(0), keys, values, context.permute({0, 2, 1, 3}), scaling, /*causal=*/true);
+    return p.self_out(context.view({rows, steps, h}));
+  }
+  // BartAttention scales the projected queries before the product.
+  const at::Tensor query = part(0) * scaling;
   at::Tensor scores = at::matmul(query, keys.transpose(2, 3));  // [rows, heads, steps, total]
   if (steps > 1) {
     // New token i sits at position past + i and sees keys 0 .. past + i.
@@ -215,11 +290,6 @@ at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartDecoderLaye
                                 -std::numeric_limits<float>::infinity());
   }
   const at::Tensor context = at::matmul(at::softmax(scores, -1), values);
-  if (flops != nullptr) {
-    *flops += 2.0 * rows * steps * h * 3 * h        // q, k, v
-              + 2.0 * 2 * rows * steps * total * h  // scores and context, all heads
-              + 2.0 * rows * steps * h * h;         // out_proj
-  }
   return p.self_out(MergeHeads(context));
 }
 
@@ -232,7 +302,31 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartDecoderLay
   const int64_t steps = x.size(1);
   const int64_t h = config_.hidden_size;
   const int64_t heads = config_.decoder_heads;
-  const double scaling = 1.0 / std::sqrt(static_cast<double>(config_.decoder_head_dim()));
+  const int64_t d = config_.decoder_head_dim();
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(d));
+  if (flops != nullptr) *flops += 2.0 * 2 * rows * steps * h * h;  // q_proj, out_proj
+  if (DecoderAttentionInPlace(type_, device_, d)) {
+    const at::Tensor query = p.cross_q(x).view({rows, steps, heads, d});
+    const at::Tensor context = at::empty_like(query);
+    // Each run of consecutive rows of one sequence (a text's beams) as one
+    // item: its rows and steps folded into the query axis, read and
+    // written in place.
+    for (int64_t first = 0; first < rows;) {
+      int64_t end = first + 1;
+      while (end < rows && row_sequence[end] == row_sequence[first]) ++end;
+      const auto fold = [&](const at::Tensor& t) {
+        return t.narrow(0, first, end - first)
+            .view({1, (end - first) * steps, heads, d})
+            .permute({0, 2, 1, 3});
+      };
+      const at::Tensor& k = keys[row_sequence[first]];  // [heads, source, d]
+      AttendInPlace(fold(query), k.unsqueeze(0), values[row_sequence[first]].unsqueeze(0),
+                    fold(context), scaling, /*causal=*/false);
+      if (flops != nullptr) *flops += 2.0 * 2 * (end - first) * steps * k.size(1) * h;
+      first = end;
+    }
+    return p.cross_out(context.view({rows, steps, h}));
+  }
   const at::Tensor query = SplitHeads(p.cross_q(x) * scaling, heads);
   // Rows of one sequence share its keys: one batched product per sequence,
   // the rows folded into the query axis.
@@ -256,7 +350,6 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartDecoderLay
     }
     if (flops != nullptr) *flops += 2.0 * 2 * n * steps * k.size(1) * h;
   }
-  if (flops != nullptr) *flops += 2.0 * 2 * rows * steps * h * h;  // q_proj, out_proj
   return p.cross_out(MergeHeads(context));
 }
 

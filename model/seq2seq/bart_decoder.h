@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,9 +30,10 @@ namespace docsparse {
 // A decoder layer's products as every step runs them: fp32 weights packed
 // once for oneDNN (model/encoder/linear.h), fc1 with its activation inside
 // the product. Through at::linear, OpenBLAS copied ("packed") each weight
-// matrix at every step, 60% of a greedy step.
+// matrix at every step, 60% of a greedy step. cross_kv runs once per
+// request, on the encoder's output (StartDecoding).
 struct BartDecoderLayerProducts {
-  Linear self_qkv, self_out, cross_q, cross_out, fc1, fc2;
+  Linear self_qkv, self_out, cross_q, cross_kv, cross_out, fc1, fc2;
 };
 
 struct BartCrossAttentionWeights {
@@ -73,15 +75,25 @@ struct CrossAttentionMemory {
   int64_t sequences() const { return keys.empty() ? 0 : static_cast<int64_t>(keys[0].size()); }
 };
 
-// The growing self-attention cache of the decoder rows: per layer
-// [rows, heads, past, head_dim]. All rows have the same `past` (they step
-// together).
+// The self-attention cache of the decoder rows: per layer a [rows, heads,
+// capacity, head_dim] buffer whose positions [0, past) hold the keys (values
+// alike). All rows have the same `past` (they step together). A step writes
+// its keys in place; the buffers double when full, so a token costs no copy
+// of the cache (concatenating copied it whole at every step and layer).
 struct SelfAttentionCache {
   std::vector<at::Tensor> keys;    // [layer]; undefined until the first step
   std::vector<at::Tensor> values;  // [layer]
   int64_t past = 0;
 
-  // Keeps rows `source` ([new_rows] int64) in that order.
+  // Writes the step's `k` and `v` ([rows, heads, steps, head_dim]) at
+  // positions [past, past + steps) of `layer` (growing its buffers as
+  // needed) and returns that layer's keys and values [0, past + steps) as
+  // views. `past` itself moves on when the whole step is done.
+  std::pair<at::Tensor, at::Tensor> Append(int layer, const at::Tensor& k, const at::Tensor& v);
+
+  // Keeps rows `source` ([new_rows] int64, on the CPU) in that order. Rows
+  // whose source is themselves are not touched; with the row count
+  // unchanged only the rows that change are copied, in place.
   void SelectRows(const at::Tensor& source);
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -173,12 +174,22 @@ BartEncoder::BartEncoder(BartConfig config, BartEncoderWeights weights,
       {&weights_.token_embeddings, &weights_.position_embeddings, &weights_.embedding_norm_weight,
        &weights_.embedding_norm_bias, &weights_.final_norm_weight, &weights_.final_norm_bias,
        &weights_.global_embeddings});
+  const auto product = [&](at::Tensor* weight, at::Tensor* bias,
+                           std::optional<Activation> activation = std::nullopt) {
+    Linear linear(*weight, *bias, precision, Linear::Bias::kInProduct, activation, device_);
+    // Held once, by the product.
+    *weight = at::Tensor();
+    *bias = at::Tensor();
+    return linear;
+  };
   for (BartLayerWeights& w : weights_.layers) {
-    PlaceTensors(
-        device_, type_,
-        {&w.qkv_weight, &w.qkv_bias, &w.out_weight, &w.out_bias, &w.attention_norm_weight,
-         &w.attention_norm_bias, &w.fc1_weight, &w.fc1_bias, &w.fc2_weight, &w.fc2_bias,
-         &w.final_norm_weight, &w.final_norm_bias, &w.global_qkv_weight, &w.global_qkv_bias});
+    products_.push_back(BartEncoderLayerProducts{
+        product(&w.qkv_weight, &w.qkv_bias), product(&w.out_weight, &w.out_bias),
+        product(&w.fc1_weight, &w.fc1_bias, config_.activation),
+        product(&w.fc2_weight, &w.fc2_bias)});
+    PlaceTensors(device_, type_,
+                 {&w.attention_norm_weight, &w.attention_norm_bias, &w.final_norm_weight,
+                  &w.final_norm_bias, &w.global_qkv_weight, &w.global_qkv_bias});
   }
 }
 
@@ -191,6 +202,7 @@ int64_t BartEncoder::global_rows() const {
 }
 
 at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
+                              const BartEncoderLayerProducts& p,
                               const std::vector<int64_t>& lengths,
                               const std::vector<ItemAttentionOptions>& options, int layer,
                               std::vector<ItemAttentionCost>* item_costs) const {
@@ -203,7 +215,7 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
                                                 w.attention_norm_bias, config_.layer_norm_eps)
                                : x;
   // [batch, seq, 3, heads, head_dim] -> three [batch, heads, seq, head_dim]
-  const at::Tensor qkv = at::linear(attention_input, w.qkv_weight, w.qkv_bias)
+  const at::Tensor qkv = p.qkv(attention_input)
                              .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
                              .permute({2, 0, 3, 1, 4});
   AttentionInputs inputs{qkv[0].contiguous(),
@@ -233,20 +245,16 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   const double eps = config_.layer_norm_eps;
   if (config_.pre_layer_norm()) {
     // PegasusEncoderLayer: x + f(norm(x)) for attention, then the FFN.
-    const at::Tensor attended = at::linear(context, w.out_weight, w.out_bias) + x;
+    const at::Tensor attended = p.out(context) + x;
     const at::Tensor normed =
         at::layer_norm(attended, {h}, w.final_norm_weight, w.final_norm_bias, eps);
-    const at::Tensor inner =
-        ApplyActivation(at::linear(normed, w.fc1_weight, w.fc1_bias), config_.activation);
-    return at::linear(inner, w.fc2_weight, w.fc2_bias) + attended;
+    return p.fc2(p.fc1(normed)) + attended;
   }
   // Post-LN, as BartEncoderLayer.
-  const at::Tensor attended = at::layer_norm(at::linear(context, w.out_weight, w.out_bias) + x, {h},
-                                             w.attention_norm_weight, w.attention_norm_bias, eps);
-  const at::Tensor inner =
-      ApplyActivation(at::linear(attended, w.fc1_weight, w.fc1_bias), config_.activation);
-  return at::layer_norm(at::linear(inner, w.fc2_weight, w.fc2_bias) + attended, {h},
-                        w.final_norm_weight, w.final_norm_bias, eps);
+  const at::Tensor attended =
+      at::layer_norm(p.out(context) + x, {h}, w.attention_norm_weight, w.attention_norm_bias, eps);
+  return at::layer_norm(p.fc2(p.fc1(attended)) + attended, {h}, w.final_norm_weight,
+                        w.final_norm_bias, eps);
 }
 
 absl::StatusOr<EncoderOutput> BartEncoder::Forward(
@@ -335,7 +343,8 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
       if (batch.abandoned && AllAbandoned(batch.abandoned, rows)) {
         return absl::CancelledError("every sequence of the batch was abandoned");
       }
-      x = Layer(x, weights_.layers[layer], real_rows, batch.attention_options, layer, &item_costs);
+      x = Layer(x, weights_.layers[layer], products_[layer], real_rows, batch.attention_options,
+                layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {
         if (row_costs[row] != nullptr) row_costs[row]->AddAttention(layer, item_costs[row]);
       }

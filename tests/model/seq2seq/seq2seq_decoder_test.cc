@@ -120,6 +120,55 @@ TEST_P(Seq2SeqDecoderTest, ReorderMovesEachRowsCache) {
   }
 }
 
+// A Reorder that keeps the row count moves the cache rows in place: a
+// cycle (rows 0, 1, 2 take rows 1, 2, 0), a repeat (row 4 takes row 3) and
+// rows that stay. The history is long enough that the cache's buffers have
+// regrown (they start at 32 positions) before the reorder, and again after.
+TEST_P(Seq2SeqDecoderTest, ReorderInPlaceAcrossCacheRegrowth) {
+  const Seq2SeqFixture fixture = LoadSeq2SeqFixture(GetParam());
+  ASSERT_NE(fixture.model, nullptr);
+  c10::InferenceMode inference_mode;
+  absl::StatusOr<Seq2SeqEncoding> encoding = fixture.model->Encode(TwoDocuments(fixture), {});
+  ASSERT_TRUE(encoding.ok()) << encoding.status();
+  constexpr int kRowsPerSequence = 3;
+  constexpr int64_t kBefore = 40;
+  constexpr int64_t kAfter = 30;
+  const at::Tensor history = DecoderInputs(fixture, 6, kBefore, 17);
+  absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper =
+      fixture.model->StartDecoding(*encoding, kRowsPerSequence);
+  ASSERT_TRUE(stepper.ok()) << stepper.status();
+  for (int64_t t = 0; t < kBefore; ++t) {
+    ASSERT_TRUE((*stepper)->Step(history.select(1, t)).ok());
+  }
+  const std::vector<int64_t> source = {1, 2, 0, 3, 3, 5};
+  ASSERT_TRUE((*stepper)->Reorder(at::tensor(source, at::kLong)).ok());
+  ASSERT_EQ((*stepper)->rows(), 6);
+  const at::Tensor continuation = DecoderInputs(fixture, 6, kAfter, 19);
+  std::vector<at::Tensor> stepped;
+  for (int64_t t = 0; t < kAfter; ++t) {
+    absl::StatusOr<at::Tensor> logits = (*stepper)->Step(continuation.select(1, t));
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    stepped.push_back(*logits);
+  }
+  for (size_t r = 0; r < source.size(); ++r) {
+    SCOPED_TRACE("new row " + std::to_string(r));
+    const int64_t document = source[r] / kRowsPerSequence;
+    Seq2SeqEncoding one;
+    one.hidden = encoding->hidden.narrow(0, document, 1);
+    one.valid_rows = {encoding->valid_rows[document]};
+    one.lengths = {encoding->lengths[document]};
+    const at::Tensor ids =
+        at::cat({history[source[r]], continuation[static_cast<int64_t>(r)]}).unsqueeze(0);
+    absl::StatusOr<at::Tensor> full = fixture.model->DecoderLogits(one, ids);
+    ASSERT_TRUE(full.ok()) << full.status();
+    for (int64_t t = 0; t < kAfter; ++t) {
+      EXPECT_LE(MaxAbsDiff(stepped[t][static_cast<int64_t>(r)], (*full)[0][kBefore + t]),
+                kTolerance)
+          << "step " << t;
+    }
+  }
+}
+
 TEST_P(Seq2SeqDecoderTest, MisuseIsAnError) {
   const Seq2SeqFixture fixture = LoadSeq2SeqFixture(GetParam());
   ASSERT_NE(fixture.model, nullptr);
