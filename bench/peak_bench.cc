@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "bench/median_ms.h"
 #include "kernels/cpu_features.h"
 #include "model/checkpoint/precision.h"
@@ -27,6 +30,10 @@ ABSL_FLAG(int64_t, peak_rows, 4096, "peak: rows of the large products");
 ABSL_FLAG(std::vector<std::string>, peak_precision,
           std::vector<std::string>({"fp32", "bf16", "int8"}),
           "peak: precisions of the products (fp32, bf16, int8)");
+ABSL_FLAG(std::vector<std::string>, peak_products,
+          std::vector<std::string>({"384x1536", "1536x384"}),
+          "peak: products as IN_FEATURESxOUT_FEATURES (MiniLM's feed-forward by default; "
+          "BART-base's are 768x3072, 3072x768 and its LM head 768x50265)");
 
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, threads);
@@ -124,7 +131,18 @@ void MeasureLinear(Precision precision) {
   struct Product {
     int64_t in, out;
   };
-  for (const Product& p : {Product{384, 1536}, Product{1536, 384}}) {
+  std::vector<Product> products;
+  for (const std::string& text : absl::GetFlag(FLAGS_peak_products)) {
+    const std::vector<std::string> sides = absl::StrSplit(text, 'x');
+    Product p{0, 0};
+    if (sides.size() != 2 || !absl::SimpleAtoi(sides[0], &p.in) ||
+        !absl::SimpleAtoi(sides[1], &p.out) || p.in <= 0 || p.out <= 0) {
+      std::fprintf(stderr, "--peak_products: '%s' is not IN_FEATURESxOUT_FEATURES\n", text.c_str());
+      std::exit(2);
+    }
+    products.push_back(p);
+  }
+  for (const Product& p : products) {
     const at::Tensor x = at::randn({rows, p.in}).to(ActivationType(precision));
     const Linear linear(at::randn({p.out, p.in}) * 0.05, at::zeros({p.out}), precision);
     const double ms = MedianMs(absl::GetFlag(FLAGS_repeats), [&] { linear(x); });

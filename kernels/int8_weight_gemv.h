@@ -14,23 +14,37 @@
 #define DOCSPARSE_KERNELS_INT8_WEIGHT_GEMV_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace docsparse {
 
+// Output channels per panel of the packed weights: two AVX2 vectors.
+inline constexpr int64_t kInt8GemvPanel = 16;
+
+// Row-major int8 weights [out_features, in_features] as the kernels read
+// them: panels of kInt8GemvPanel channels, each [in_features][16] (for every
+// input, the panel's 16 weights side by side), the last panel zero-padded.
+// The kernels then multiply like a GEMM micro-kernel, one broadcast row
+// element against 16 channels, with no horizontal sums: 1.5x the rate of
+// the row-major dot products they replace (docs/BENCHMARKS.md, "CPU
+// engine, seventeenth part").
+std::vector<int8_t> PackInt8GemvWeights(const int8_t* weights, int64_t out_features,
+                                        int64_t in_features);
+
 struct Int8WeightGemvParams {
-  const int8_t* weights;        // [out_features, in_features], row-major
-  const float* channel_scales;  // [out_features]: w ≈ weights · scale
-  const float* bias;            // [out_features], or null
-  const float* x;               // [rows, in_features], fp32
-  float* y;                     // [rows, out_features], fp32
+  const int8_t* packed_weights;  // PackInt8GemvWeights's layout
+  const float* channel_scales;   // [out_features]: w ≈ weights · scale
+  const float* bias;             // [out_features], or null
+  const float* x;                // [rows, in_features], fp32
+  float* y;                      // [rows, out_features], fp32
   int64_t rows;
   int64_t in_features;
   int64_t out_features;
 };
 
-// y = x · (weights · scales)ᵀ + bias for output channels [begin, end);
-// channels are independent, so threads split them. AVX2 + FMA where the CPU
-// has it, portable C++ elsewhere.
+// y = x · (weights · scales)ᵀ + bias for output channels [begin, end), begin
+// a multiple of kInt8GemvPanel; channels are independent, so threads split
+// them. AVX2 + FMA where the CPU has it, portable C++ elsewhere.
 void Int8WeightGemv(const Int8WeightGemvParams& params, int64_t begin, int64_t end);
 void Int8WeightGemvPortable(const Int8WeightGemvParams& params, int64_t begin, int64_t end);
 

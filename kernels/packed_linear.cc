@@ -149,8 +149,8 @@ struct PackedLinear::State {
   // int8 weights: per output channel, max |w| / WeightLevels().
   std::vector<float> channel_scales;
   // int8 weights on CPUs without int32 dot products: the quantized weights
-  // [out, in] once more, row-major, for products of up to kGemvMaxRows rows
-  // (Int8WeightGemv); empty elsewhere.
+  // once more, in Int8WeightGemv's panels, for products of up to
+  // kGemvMaxRows rows; empty elsewhere.
   std::vector<int8_t> gemv_weights;
 
   void RunGemv(const void* x, int64_t rows, void* y) const;
@@ -258,9 +258,9 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  // oneDNN has its reordered copy; the row-major one goes to the few-row kernel.
+  // oneDNN has its reordered copy; the few-row kernel gets its panels.
   if (state->int8() && Int8GemvServes(HostCpuFeatures())) {
-    state->gemv_weights = std::move(quantized);
+    state->gemv_weights = PackInt8GemvWeights(quantized.data(), out_features, in_features);
   }
   return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
 }
@@ -292,6 +292,7 @@ void PackedLinear::State::RunGemv(const void* x, int64_t rows, void* y) const {
   // Channels in chunks of 64; one thread for a small product (fork and join
   // cost more than it).
   constexpr int64_t kChunk = 64;
+  static_assert(kChunk % kInt8GemvPanel == 0, "threads take whole panels");
   const bool parallel = rows * in_features * out_features >= (int64_t{1} << 18);
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t begin = 0; begin < out_features; begin += kChunk) {
