@@ -73,6 +73,20 @@ class BeamHypotheses {
   double worst_score_ = 1e9;
 };
 
+// A candidate continuation: its score and its index in (beams x vocab).
+struct Candidate {
+  float score;
+  int64_t index;
+};
+
+// The `count` best of scores[beam_rows[b]][t] + beam_scores[b] over beams b
+// and tokens t of `scores` ([rows, vocab] row-major), best first, ties in
+// index order (torch.topk's order on such ties on the CPU); fewer when there
+// are fewer scores. NaN scores are never taken.
+std::vector<Candidate> TopCandidates(const float* scores, int64_t vocab,
+                                     const std::vector<int64_t>& beam_rows,
+                                     const std::vector<float>& beam_scores, int64_t count);
+
 // The beams of one sequence and its finished hypotheses.
 class BeamSearch {
  public:

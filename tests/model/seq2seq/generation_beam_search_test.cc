@@ -1,5 +1,6 @@
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -108,6 +109,35 @@ at::Tensor Rows(const std::vector<std::vector<float>>& rows) {
   std::vector<float> flat;
   for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
   return at::tensor(flat, at::kFloat).reshape({static_cast<int64_t>(rows.size()), -1});
+}
+
+// The candidates against at::topk over the same (beams x vocab) scores, rows
+// taken out of order and one row twice; then ties, which come in index
+// order, and NaN, never taken.
+TEST(TopCandidatesTest, MatchesTorchTopkOverTheBeamsScores) {
+  at::Generator generator = at::detail::createCPUGenerator(7);
+  const int64_t vocab = 5003;
+  const at::Tensor scores = at::randn({5, vocab}, generator);
+  const std::vector<int64_t> beam_rows = {3, 0, 4, 0};
+  const std::vector<float> beam_scores = {-1.5f, 0.25f, -3.0f, -0.5f};
+  for (const int64_t count : {1, 8, 12, 100}) {
+    const std::vector<Candidate> top =
+        TopCandidates(scores.data_ptr<float>(), vocab, beam_rows, beam_scores, count);
+    const at::Tensor expanded = scores.index_select(0, at::tensor(beam_rows, at::kLong)) +
+                                at::tensor(beam_scores, at::kFloat).unsqueeze(1);
+    const auto [values, indices] = at::topk(expanded.reshape({-1}), count);
+    ASSERT_EQ(static_cast<int64_t>(top.size()), count);
+    for (int64_t i = 0; i < count; ++i) {
+      EXPECT_EQ(top[i].score, values[i].item<float>()) << "rank " << i;
+      EXPECT_EQ(top[i].index, indices[i].item<int64_t>()) << "rank " << i;
+    }
+  }
+  const std::vector<float> tied = {1.0f, NAN, 3.0f, 3.0f, 1.0f, 3.0f, 2.0f};
+  const std::vector<Candidate> top = TopCandidates(tied.data(), 7, {0}, {0.0f}, 5);
+  std::vector<int64_t> order;
+  for (const Candidate& c : top) order.push_back(c.index);
+  EXPECT_EQ(order, (std::vector<int64_t>{2, 3, 5, 6, 0}));
+  EXPECT_EQ(TopCandidates(tied.data(), 7, {0}, {0.0f}, 9).size(), 6u);
 }
 
 TEST(BeamSearchTest, FirstStepExpandsOneRowAndEosOnlyCountsInTheTopNumBeams) {
