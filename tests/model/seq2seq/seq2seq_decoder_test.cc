@@ -68,56 +68,57 @@ TEST_P(Seq2SeqDecoderTest, CachedStepsEqualTheUncachedForward) {
 }
 
 // Rows are sequence-major: with 3 rows per sequence, rows 0-2 decode
-// document 0 and rows 3-5 document 1. Each row gets its own token history;
-// after a Reorder that repeats, drops and swaps rows (also across
-// documents' blocks), every new row must continue exactly as its source
-// row's history would, checked against fresh teacher-forced forwards.
-TEST_P(Seq2SeqDecoderTest, ReorderMovesEachRowsCache) {
-  const Seq2SeqFixture fixture = LoadSeq2SeqFixture(GetParam());
+// document 0 and rows 3-5 document 1. Each row gets its own token history of
+// `before` steps; after Reorder(source), every new row must continue for
+// `after` steps exactly as its source row's history would, checked against
+// fresh teacher-forced forwards.
+void ExpectReorderedRowsContinueTheirSources(const std::string& model, int64_t before,
+                                             int64_t after, const std::vector<int64_t>& source,
+                                             uint64_t seed) {
+  const Seq2SeqFixture fixture = LoadSeq2SeqFixture(model);
   ASSERT_NE(fixture.model, nullptr);
   c10::InferenceMode inference_mode;
   absl::StatusOr<Seq2SeqEncoding> encoding = fixture.model->Encode(TwoDocuments(fixture), {});
   ASSERT_TRUE(encoding.ok()) << encoding.status();
   constexpr int kRowsPerSequence = 3;
-  constexpr int64_t kBefore = 5;
-  constexpr int64_t kAfter = 4;
-  const at::Tensor history = DecoderInputs(fixture, 6, kBefore, 11);
+  const at::Tensor history = DecoderInputs(fixture, 6, before, seed);
   absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper =
       fixture.model->StartDecoding(*encoding, kRowsPerSequence);
   ASSERT_TRUE(stepper.ok()) << stepper.status();
   ASSERT_EQ((*stepper)->rows(), 6);
-  for (int64_t t = 0; t < kBefore; ++t) {
+  for (int64_t t = 0; t < before; ++t) {
     ASSERT_TRUE((*stepper)->Step(history.select(1, t)).ok());
   }
-  // New rows: document 0 keeps rows 2, 2, 0; document 1 keeps row 5 then
-  // row 3; row 1 and row 4 leave.
-  const std::vector<int64_t> source = {2, 2, 0, 5, 3};
   ASSERT_TRUE((*stepper)->Reorder(at::tensor(source, at::kLong)).ok());
-  ASSERT_EQ((*stepper)->rows(), 5);
-  const at::Tensor continuation = DecoderInputs(fixture, 5, kAfter, 13);
+  const auto rows = static_cast<int64_t>(source.size());
+  ASSERT_EQ((*stepper)->rows(), rows);
+  const at::Tensor continuation = DecoderInputs(fixture, rows, after, seed + 1);
   std::vector<at::Tensor> stepped;
-  for (int64_t t = 0; t < kAfter; ++t) {
+  for (int64_t t = 0; t < after; ++t) {
     absl::StatusOr<at::Tensor> logits = (*stepper)->Step(continuation.select(1, t));
     ASSERT_TRUE(logits.ok()) << logits.status();
     stepped.push_back(*logits);
   }
-  for (size_t r = 0; r < source.size(); ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     SCOPED_TRACE("new row " + std::to_string(r));
     const int64_t document = source[r] / kRowsPerSequence;
     Seq2SeqEncoding one;
     one.hidden = encoding->hidden.narrow(0, document, 1);
     one.valid_rows = {encoding->valid_rows[document]};
     one.lengths = {encoding->lengths[document]};
-    const at::Tensor ids =
-        at::cat({history[source[r]], continuation[static_cast<int64_t>(r)]}).unsqueeze(0);
+    const at::Tensor ids = at::cat({history[source[r]], continuation[r]}).unsqueeze(0);
     absl::StatusOr<at::Tensor> full = fixture.model->DecoderLogits(one, ids);
     ASSERT_TRUE(full.ok()) << full.status();
-    for (int64_t t = 0; t < kAfter; ++t) {
-      EXPECT_LE(MaxAbsDiff(stepped[t][static_cast<int64_t>(r)], (*full)[0][kBefore + t]),
-                kTolerance)
-          << "step " << t;
+    for (int64_t t = 0; t < after; ++t) {
+      EXPECT_LE(MaxAbsDiff(stepped[t][r], (*full)[0][before + t]), kTolerance) << "step " << t;
     }
   }
+}
+
+// New rows: document 0 keeps rows 2, 2, 0; document 1 keeps row 5 then row
+// 3; rows 1 and 4 leave (the cache is rebuilt: the row count changes).
+TEST_P(Seq2SeqDecoderTest, ReorderMovesEachRowsCache) {
+  ExpectReorderedRowsContinueTheirSources(GetParam(), 5, 4, {2, 2, 0, 5, 3}, 11);
 }
 
 // A Reorder that keeps the row count moves the cache rows in place: a
@@ -125,48 +126,7 @@ TEST_P(Seq2SeqDecoderTest, ReorderMovesEachRowsCache) {
 // rows that stay. The history is long enough that the cache's buffers have
 // regrown (they start at 32 positions) before the reorder, and again after.
 TEST_P(Seq2SeqDecoderTest, ReorderInPlaceAcrossCacheRegrowth) {
-  const Seq2SeqFixture fixture = LoadSeq2SeqFixture(GetParam());
-  ASSERT_NE(fixture.model, nullptr);
-  c10::InferenceMode inference_mode;
-  absl::StatusOr<Seq2SeqEncoding> encoding = fixture.model->Encode(TwoDocuments(fixture), {});
-  ASSERT_TRUE(encoding.ok()) << encoding.status();
-  constexpr int kRowsPerSequence = 3;
-  constexpr int64_t kBefore = 40;
-  constexpr int64_t kAfter = 30;
-  const at::Tensor history = DecoderInputs(fixture, 6, kBefore, 17);
-  absl::StatusOr<std::unique_ptr<DecoderStepper>> stepper =
-      fixture.model->StartDecoding(*encoding, kRowsPerSequence);
-  ASSERT_TRUE(stepper.ok()) << stepper.status();
-  for (int64_t t = 0; t < kBefore; ++t) {
-    ASSERT_TRUE((*stepper)->Step(history.select(1, t)).ok());
-  }
-  const std::vector<int64_t> source = {1, 2, 0, 3, 3, 5};
-  ASSERT_TRUE((*stepper)->Reorder(at::tensor(source, at::kLong)).ok());
-  ASSERT_EQ((*stepper)->rows(), 6);
-  const at::Tensor continuation = DecoderInputs(fixture, 6, kAfter, 19);
-  std::vector<at::Tensor> stepped;
-  for (int64_t t = 0; t < kAfter; ++t) {
-    absl::StatusOr<at::Tensor> logits = (*stepper)->Step(continuation.select(1, t));
-    ASSERT_TRUE(logits.ok()) << logits.status();
-    stepped.push_back(*logits);
-  }
-  for (size_t r = 0; r < source.size(); ++r) {
-    SCOPED_TRACE("new row " + std::to_string(r));
-    const int64_t document = source[r] / kRowsPerSequence;
-    Seq2SeqEncoding one;
-    one.hidden = encoding->hidden.narrow(0, document, 1);
-    one.valid_rows = {encoding->valid_rows[document]};
-    one.lengths = {encoding->lengths[document]};
-    const at::Tensor ids =
-        at::cat({history[source[r]], continuation[static_cast<int64_t>(r)]}).unsqueeze(0);
-    absl::StatusOr<at::Tensor> full = fixture.model->DecoderLogits(one, ids);
-    ASSERT_TRUE(full.ok()) << full.status();
-    for (int64_t t = 0; t < kAfter; ++t) {
-      EXPECT_LE(MaxAbsDiff(stepped[t][static_cast<int64_t>(r)], (*full)[0][kBefore + t]),
-                kTolerance)
-          << "step " << t;
-    }
-  }
+  ExpectReorderedRowsContinueTheirSources(GetParam(), 40, 30, {1, 2, 0, 3, 3, 5}, 17);
 }
 
 TEST_P(Seq2SeqDecoderTest, MisuseIsAnError) {
