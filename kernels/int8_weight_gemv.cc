@@ -67,6 +67,14 @@ DOCSPARSE_AVX2 void PanelRows(const Int8WeightGemvParams& p, int64_t n0, int64_t
   }
 }
 
+// The 1-5 rows left after the passes of six, as PanelRows of that many.
+template <int R>
+DOCSPARSE_AVX2 void LastRows(const Int8WeightGemvParams& p, int64_t n0, int64_t valid,
+                             int64_t first_row, const float* scales, const float* bias) {
+  if (p.rows - first_row == R) return PanelRows<R>(p, n0, valid, first_row, scales, bias);
+  if constexpr (R > 1) LastRows<R - 1>(p, n0, valid, first_row, scales, bias);
+}
+
 DOCSPARSE_AVX2 void GemvAvx2(const Int8WeightGemvParams& p, int64_t begin, int64_t end) {
   for (int64_t n0 = begin; n0 < end; n0 += kPanel) {
     const int64_t valid = std::min(kPanel, end - n0);
@@ -81,25 +89,7 @@ DOCSPARSE_AVX2 void GemvAvx2(const Int8WeightGemvParams& p, int64_t begin, int64
     // the panel's weights staying in L1 across the passes.
     int64_t row = 0;
     for (; row + 6 <= p.rows; row += 6) PanelRows<6>(p, n0, valid, row, scales, bias);
-    switch (p.rows - row) {
-      case 5:
-        PanelRows<5>(p, n0, valid, row, scales, bias);
-        break;
-      case 4:
-        PanelRows<4>(p, n0, valid, row, scales, bias);
-        break;
-      case 3:
-        PanelRows<3>(p, n0, valid, row, scales, bias);
-        break;
-      case 2:
-        PanelRows<2>(p, n0, valid, row, scales, bias);
-        break;
-      case 1:
-        PanelRows<1>(p, n0, valid, row, scales, bias);
-        break;
-      default:
-        break;
-    }
+    if (row < p.rows) LastRows<5>(p, n0, valid, row, scales, bias);
   }
 }
 

@@ -125,7 +125,7 @@ void SelfAttentionCache::SelectRows(const at::Tensor& source) {
   const int64_t old_rows = keys[0].size(0);
   std::vector<int64_t> moved;  // rows whose contents change
   for (int64_t r = 0; r < new_rows; ++r) {
-    if (r >= old_rows || from[r] != r) moved.push_back(r);
+    if (from[r] != r) moved.push_back(r);
   }
   if (new_rows == old_rows && moved.empty()) return;
   const auto select = [&](at::Tensor* buffer) {
@@ -143,7 +143,7 @@ void SelfAttentionCache::SelectRows(const at::Tensor& source) {
     std::vector<int64_t> copy_slot(static_cast<size_t>(old_rows), -1);
     for (int64_t r : moved) {
       const int64_t s = from[r];
-      if (s != r && from[s] != s && copy_slot[s] < 0) {
+      if (from[s] != s && copy_slot[s] < 0) {
         copy_slot[s] = static_cast<int64_t>(overwritten_sources.size());
         overwritten_sources.push_back(s);
       }
@@ -170,6 +170,7 @@ BartDecoder::BartDecoder(BartConfig config, BartDecoderWeights weights, at::Devi
     : config_(std::move(config)),
       device_(device),
       type_(Seq2SeqElementType(precision)),
+      attention_in_place_(DecoderAttentionInPlace(type_, device_, config_.decoder_head_dim())),
       weights_(std::move(weights)) {
   const auto product = [&](const at::Tensor& weight, const at::Tensor& bias,
                            std::optional<Activation> activation = std::nullopt) {
@@ -273,7 +274,7 @@ at::Tensor BartDecoder::SelfAttention(const at::Tensor& x, const BartDecoderLaye
               + 2.0 * 2 * rows * steps * total * h  // scores and context, all heads
               + 2.0 * rows * steps * h * h;         // out_proj
   }
-  if (DecoderAttentionInPlace(type_, device_, d)) {
+  if (attention_in_place_) {
     const at::Tensor context = at::empty({rows, steps, heads, d}, qkv.options());
     AttendInPlace(part(0), keys, values, context.permute({0, 2, 1, 3}), scaling, /*causal=*/true);
     return p.self_out(context.view({rows, steps, h}));
@@ -305,7 +306,7 @@ at::Tensor BartDecoder::CrossAttention(const at::Tensor& x, const BartDecoderLay
   const int64_t d = config_.decoder_head_dim();
   const double scaling = 1.0 / std::sqrt(static_cast<double>(d));
   if (flops != nullptr) *flops += 2.0 * 2 * rows * steps * h * h;  // q_proj, out_proj
-  if (DecoderAttentionInPlace(type_, device_, d)) {
+  if (attention_in_place_) {
     const at::Tensor query = p.cross_q(x).view({rows, steps, heads, d});
     const at::Tensor context = at::empty_like(query);
     // Each run of consecutive rows of one sequence (a text's beams) as one

@@ -147,9 +147,11 @@ class BartDecoder {
   BartConfig config_;
   at::Device device_;
   at::ScalarType type_;
-  // The layers' step products live in products_ (their tensors in
-  // weights_.layers are released); the cross-attention keys/values and the
-  // norms stay tensors.
+  // Whether a step's attention runs on our CPU executors
+  // (decoder_attention.h), else on LibTorch's products.
+  bool attention_in_place_;
+  // The layers' products live in products_ (their tensors in
+  // weights_.layers are released); the embeddings and norms stay tensors.
   BartDecoderWeights weights_;
   std::vector<BartDecoderLayerProducts> products_;
   Linear lm_head_;  // lm_head and final_logits_bias

@@ -160,34 +160,26 @@ absl::StatusOr<std::vector<int64_t>> BeamSearch::Advance(const at::Tensor& proce
   const at::Tensor processed = processed_log_probs.contiguous();
   const std::vector<Candidate> top =
       TopCandidates(processed.data_ptr<float>(), vocab, beam_rows_, beam_scores_, num_candidates);
-  std::vector<float> values(top.size());
-  std::vector<int64_t> indices(top.size());
-  for (size_t i = 0; i < top.size(); ++i) {
-    values[i] = top[i].score;
-    indices[i] = top[i].index;
-  }
-  const float* value = values.data();
-  const int64_t* index = indices.data();
 
   const int next_len = cur_len_ + 1;
   std::vector<std::vector<int64_t>> next_row_tokens;
   std::vector<float> next_scores;
   std::vector<int64_t> sources;
   for (int64_t rank = 0; rank < num_candidates; ++rank) {
-    const int64_t parent_row = beam_rows_[static_cast<size_t>(index[rank] / vocab)];
-    const int64_t token = index[rank] % vocab;
+    const int64_t parent_row = beam_rows_[static_cast<size_t>(top[rank].index / vocab)];
+    const int64_t token = top[rank].index % vocab;
     const bool is_eos = std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(),
                                   token) != config_.eos_token_ids.end();
     if (is_eos) {
       // Only an eos among the top num_beams candidates ends a hypothesis.
       if (rank >= num_beams) continue;
       hypotheses_.Add(input_row_tokens_[static_cast<size_t>(parent_row)],
-                      static_cast<double>(value[rank]), /*ended_with_eos=*/true);
+                      static_cast<double>(top[rank].score), /*ended_with_eos=*/true);
     } else {
       std::vector<int64_t> tokens = input_row_tokens_[static_cast<size_t>(parent_row)];
       tokens.push_back(token);
       next_row_tokens.push_back(std::move(tokens));
-      next_scores.push_back(value[rank]);
+      next_scores.push_back(top[rank].score);
       sources.push_back(parent_row);
     }
     if (static_cast<int>(sources.size()) == num_beams) break;
@@ -198,7 +190,7 @@ absl::StatusOr<std::vector<int64_t>> BeamSearch::Advance(const at::Tensor& proce
                         num_candidates));
   }
   // HF passes next_scores.max(): the best candidate, eos or not.
-  done_ = done_ || hypotheses_.IsDone(static_cast<double>(value[0]), next_len);
+  done_ = done_ || hypotheses_.IsDone(static_cast<double>(top[0].score), next_len);
 
   input_row_tokens_ = std::move(next_row_tokens);
   beam_scores_ = std::move(next_scores);
