@@ -16,6 +16,7 @@ namespace docsparse {
 namespace {
 
 #define DOCSPARSE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define DOCSPARSE_AVX2 __attribute__((target("avx2,fma")))
 
 float Load(const QuantizeRowsParams& p, int64_t i) {
   return p.bf16 ? Bf16ToFloat(static_cast<const uint16_t*>(p.x)[i])
@@ -30,7 +31,8 @@ void QuantizeRowPortable(const QuantizeRowsParams& p, int64_t row) {
   const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
   for (int64_t c = 0; c < p.width; ++c) {
     const float scaled = std::nearbyint(Load(p, start + c) * inverse);
-    p.q[start + c] = static_cast<int8_t>(std::clamp(scaled, -127.0f, 127.0f));
+    const int q = static_cast<int>(std::clamp(scaled, -127.0f, 127.0f));
+    p.q[start + c] = static_cast<int8_t>(p.plus_128 ? q ^ 0x80 : q);
   }
 }
 
@@ -66,7 +68,52 @@ DOCSPARSE_AVX512 void QuantizeRowAvx512(const QuantizeRowsParams& p, int64_t row
     // Round to nearest even, as std::nearbyint; |x·inverse| <= 127 (up to
     // rounding, which the saturating narrowing absorbs).
     const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(Load16(p, start + c, mask), inverse));
-    _mm512_mask_cvtsepi32_storeu_epi8(p.q + start + c, mask, q);
+    if (p.plus_128) {
+      _mm512_mask_cvtusepi32_storeu_epi8(p.q + start + c, mask,
+                                         _mm512_add_epi32(q, _mm512_set1_epi32(128)));
+    } else {
+      _mm512_mask_cvtsepi32_storeu_epi8(p.q + start + c, mask, q);
+    }
+  }
+}
+
+// fp32 rows only (bf16 activations come with AVX-512).
+DOCSPARSE_AVX2 void QuantizeRowAvx2(const QuantizeRowsParams& p, int64_t row) {
+  const float* x = static_cast<const float*>(p.x) + row * p.width;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 max8 = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 8 <= p.width; c += 8)
+    max8 = _mm256_max_ps(max8, _mm256_and_ps(_mm256_loadu_ps(x + c), abs_mask));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, max8);
+  float max_abs = *std::max_element(lanes, lanes + 8);
+  for (; c < p.width; ++c) max_abs = std::max(max_abs, std::fabs(x[c]));
+  p.scales[row] = max_abs / 127.0f;
+  const float inverse_scalar = max_abs > 0 ? 127.0f / max_abs : 0.0f;
+  const __m256 inverse = _mm256_set1_ps(inverse_scalar);
+  const __m256i flip = _mm256_set1_epi8(p.plus_128 ? static_cast<char>(0x80) : 0);
+  // PACKSSDW and PACKSSWB narrow within 128-bit halves: four vectors a..d
+  // come out as dwords a0 b0 c0 d0 a1 b1 c1 d1 (each four bytes), put back
+  // in order by one permutation.
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int8_t* q = p.q + row * p.width;
+  for (c = 0; c + 32 <= p.width; c += 32) {
+    __m256i v[4];
+    for (int i = 0; i < 4; ++i) {
+      // Round to nearest even, as std::nearbyint; |x·inverse| <= 127 up to
+      // rounding, which the saturating narrowing absorbs.
+      v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * i), inverse));
+    }
+    const __m256i bytes =
+        _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + c),
+                        _mm256_xor_si256(_mm256_permutevar8x32_epi32(bytes, order), flip));
+  }
+  for (; c < p.width; ++c) {
+    const float scaled = std::nearbyint(x[c] * inverse_scalar);
+    const int value = static_cast<int>(std::clamp(scaled, -127.0f, 127.0f));
+    q[c] = static_cast<int8_t>(p.plus_128 ? value ^ 0x80 : value);
   }
 }
 
@@ -94,6 +141,11 @@ bool UseAvx512() {
   return avx512;
 }
 
+bool UseAvx2() {
+  static const bool avx2 = HostCpuFeatures().avx2_fma;
+  return avx2;
+}
+
 }  // namespace
 
 void QuantizeRowsInt8Portable(const QuantizeRowsParams& params, int64_t row_begin,
@@ -110,6 +162,8 @@ void QuantizeRowsInt8(const QuantizeRowsParams& params, int64_t row_begin, int64
   for (int64_t row = row_begin; row < row_end; ++row) {
     if (UseAvx512()) {
       QuantizeRowAvx512(params, row);
+    } else if (UseAvx2() && !params.bf16) {
+      QuantizeRowAvx2(params, row);
     } else {
       QuantizeRowPortable(params, row);
     }

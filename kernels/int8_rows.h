@@ -4,7 +4,8 @@
 // it: each row of x gets its own scale (max |x| / 127, symmetric, so the
 // product needs no zero-point correction), each output channel of the
 // weights its own, and y = sum · row_scale · channel_scale + bias in fp32.
-// AVX-512 where the CPU has it (chosen at run time), portable C++ elsewhere.
+// AVX-512 where the CPU has it (chosen at run time), the quantization on AVX2
+// too, portable C++ elsewhere.
 #ifndef DOCSPARSE_KERNELS_INT8_ROWS_H_
 #define DOCSPARSE_KERNELS_INT8_ROWS_H_
 
@@ -18,6 +19,9 @@ struct QuantizeRowsParams {
   int8_t* q;      // [rows, width] round(x / scale), in [-127, 127]
   float* scales;  // [rows] max |x| / 127 (0 for a row of zeros)
   int64_t width;
+  // Store q + 128 as an unsigned byte (q ^ 0x80) instead of q: the unsigned
+  // operand of VPMADDUBSW (int8_gemm_avx2.h).
+  bool plus_128 = false;
 };
 
 struct DequantizeRowsParams {

@@ -1,5 +1,7 @@
 #include "kernels/packed_linear.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/int8_gemm_avx2.h"
 #include "kernels/int8_rows.h"
 #include "kernels/int8_weight_gemv.h"
 
@@ -103,6 +106,13 @@ constexpr int64_t kGemvMaxRows = 16;
 
 bool Int8GemvServes(const CpuFeatures& cpu) { return !cpu.int8_dot && !cpu.amx_int8; }
 
+// Products of more rows with int8 weights and fp32 activations run on
+// Int8GemmAvx2 on the same CPUs, where oneDNN 2.6's gemm:jit reorders the
+// weights at every call and gains nothing over fp32.
+bool Int8GemmAvx2Serves(const CpuFeatures& cpu, LinearElement element) {
+  return Int8GemvServes(cpu) && cpu.avx2_fma && element == LinearElement::kFp32;
+}
+
 // The row count whose primitive chooses the packed layout; every other row
 // count then runs on that layout (brgemm's layout depends on the weights'
 // shape and type, not on the rows).
@@ -152,8 +162,14 @@ struct PackedLinear::State {
   // once more, in Int8WeightGemv's panels, for products of up to
   // kGemvMaxRows rows; empty elsewhere.
   std::vector<int8_t> gemv_weights;
+  // int8 weights where Int8GemmAvx2Serves: the quantized weights in its
+  // panels, for products of more than kGemvMaxRows rows, which then never
+  // reach oneDNN (no oneDNN copy of the weights is made); empty elsewhere.
+  Int8GemmWeights gemm_weights;
 
+  bool int8_gemm_avx2() const { return !gemm_weights.packed.empty(); }
   void RunGemv(const void* x, int64_t rows, void* y) const;
+  void RunInt8GemmAvx2(const void* x, int64_t rows, void* y) const;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
 
@@ -232,6 +248,12 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
     }
   }
   if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
+  if (state->int8() && Int8GemmAvx2Serves(HostCpuFeatures(), element)) {
+    state->gemm_weights = PackInt8GemmWeights(quantized.data(), out_features, in_features);
+    state->gemv_weights = PackInt8GemvWeights(quantized.data(), out_features, in_features);
+    state->implementation = "docsparse:int8_gemm_avx2";
+    return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
+  }
   try {
     const dnnl::engine& engine = CpuEngine();
     dnnl::stream stream(engine);
@@ -243,7 +265,7 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
     const memory::data_type weight_type = state->int8() ? memory::data_type::s8 : DataType(element);
     const memory::desc any({in_features, out_features}, weight_type, memory::format_tag::any);
     const dnnl::matmul::primitive_desc reference = state->Describe(kLayoutRows, any);
-    state->implementation = reference.impl_info_str();
+    state->implementation = "onednn:" + std::string(reference.impl_info_str());
     state->weights_desc = reference.weights_desc();
     state->weights = memory(state->weights_desc, engine);
     // W [out, in] row-major is the [in, out] matrix in "ba" order.
@@ -304,11 +326,42 @@ void PackedLinear::State::RunGemv(const void* x, int64_t rows, void* y) const {
   }
 }
 
+void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) const {
+  thread_local std::vector<uint8_t> quantized;
+  thread_local std::vector<float> row_scales;
+  // The kernel reads the last row's final group of four inputs whole.
+  quantized.resize(static_cast<size_t>(rows * in_features + 3));
+  row_scales.resize(rows);
+  QuantizeRowsParams quantize{x, false, reinterpret_cast<int8_t*>(quantized.data()),
+                              row_scales.data(), in_features};
+  quantize.plus_128 = true;
+  docsparse::ForRows(rows, [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
+  const Int8GemmParams params{&gemm_weights,
+                              quantized.data(),
+                              row_scales.data(),
+                              channel_scales.data(),
+                              bias_values.empty() ? nullptr : bias_values.data(),
+                              static_cast<float*>(y),
+                              rows};
+  // Each thread takes a contiguous range of panels and every row: the rows
+  // are read by all, each panel's weights by one.
+  const int64_t panels = gemm_weights.panels();
+  const int slices = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), panels));
+#pragma omp parallel for schedule(static) num_threads(slices) if (slices > 1)
+  for (int slice = 0; slice < slices; ++slice) {
+    Int8GemmAvx2(params, panels * slice / slices, panels * (slice + 1) / slices);
+  }
+}
+
 void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   if (rows <= 0) return;
   const State& s = *state_;
   if (!s.gemv_weights.empty() && rows <= kGemvMaxRows) {
     s.RunGemv(x, rows, y);
+    return;
+  }
+  if (s.int8_gemm_avx2()) {
+    s.RunInt8GemmAvx2(x, rows, y);
     return;
   }
   const dnnl::engine& engine = CpuEngine();

@@ -27,9 +27,10 @@ enum class LinearElement { kFp32, kBf16 };
 
 // The weights: in the element type, or int8 (per-output-channel scales) with
 // x quantized per row at every call and int32 sums (kernels/int8_rows.h):
-// AMX-INT8 tiles or VNNI through oneDNN where the CPU has them, its AVX2
-// int8 GEMM elsewhere, except products of up to 16 rows there (decode
-// steps), which widen the weights to fp32 in registers (int8_weight_gemv.h).
+// AMX-INT8 tiles or VNNI through oneDNN where the CPU has them; elsewhere
+// our VPMADDUBSW kernel (int8_gemm_avx2.h; oneDNN's AVX2 int8 GEMM for bf16
+// activations), except products of up to 16 rows (decode steps), which
+// widen the weights to fp32 in registers (int8_weight_gemv.h).
 enum class LinearWeights { kElementType, kInt8 };
 
 // An activation applied to the fp32 sum (bias included) before it is written,
@@ -72,7 +73,8 @@ class PackedLinear {
     }
   }
 
-  // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_amx_bf16".
+  // The kernel: "onednn:" and oneDNN's name for the one it chose (e.g.
+  // "onednn:brg:avx512_core_amx_bf16"), or "docsparse:int8_gemm_avx2".
   const std::string& implementation() const;
 
   // Bytes of one row of x and of y.

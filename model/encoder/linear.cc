@@ -121,7 +121,7 @@ at::Tensor Linear::GroupMajor(const at::Tensor& x, int64_t groups, at::Tensor* s
 }
 
 std::string Linear::implementation() const {
-  if (packed_) return "onednn:" + packed_->implementation();
+  if (packed_) return packed_->implementation();
   if (bf16_in_fp32_) return "libtorch:bf16-in-fp32";
   return weight_.defined() && weight_.is_cuda() ? "libtorch:cuda" : "libtorch";
 }

@@ -77,6 +77,11 @@ TEST(PackedLinearTest, CompiledProductsStayBoundedOverManyRowCounts) {
     std::vector<float> x(5000 * p.in, 0.5f), y(5000 * p.out);
     for (int call = 0; call < 300; ++call) linear->Run(x.data(), length(rng), y.data());
     for (int64_t rows = 1; rows <= 200; ++rows) linear->Run(x.data(), rows, y.data());
+    if (linear->implementation() == "docsparse:int8_gemm_avx2") {
+      // int8 on a CPU without int32 dot products: no oneDNN product at all.
+      EXPECT_EQ(linear->compiled_row_counts(), 0u);
+      continue;
+    }
     // 63 exact remainders and the chunks 64, 128, ..., 2,048.
     EXPECT_LE(linear->compiled_row_counts(), 69u);
     EXPECT_GE(linear->compiled_row_counts(), 63u);
