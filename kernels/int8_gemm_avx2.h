@@ -1,5 +1,6 @@
-// Products of many rows with int8 weights on CPUs without int32 dot products
-// (AVX2 without VNNI): an encoder's int8 linear layers there.
+// Products with int8 weights on CPUs without int32 dot products (AVX2
+// without VNNI), of any number of rows: an encoder's int8 linear layers and
+// a summarizer's decode steps there.
 //
 // oneDNN 2.6 runs such a product through gemm:jit, which reorders the weights
 // at every call and reached 140 GFLOP/s on a 2-core Zen 3, no faster than

@@ -17,7 +17,6 @@
 #include "kernels/cpu_features.h"
 #include "kernels/int8_gemm_avx2.h"
 #include "kernels/int8_rows.h"
-#include "kernels/int8_weight_gemv.h"
 
 namespace docsparse {
 
@@ -97,20 +96,14 @@ void ForRows(int64_t rows, RowKernel kernel) {
   }
 }
 
-// Products of at most this many rows with int8 weights run on
-// Int8WeightGemv where the CPU has no int32 dot products (decode steps: one
-// row per beam and sequence; beam 4 x batch 4 is 16). Without VNNI oneDNN
-// 2.6 packs the weights at every call (gemm:jit), which a product of a few
-// rows cannot amortise.
-constexpr int64_t kGemvMaxRows = 16;
-
-bool Int8GemvServes(const CpuFeatures& cpu) { return !cpu.int8_dot && !cpu.amx_int8; }
-
-// Products of more rows with int8 weights and fp32 activations run on
-// Int8GemmAvx2 on the same CPUs, where oneDNN 2.6's gemm:jit reorders the
-// weights at every call and gains nothing over fp32.
+// Products with int8 weights and fp32 activations run on Int8GemmAvx2 on
+// CPUs with AVX2 but no int32 dot products, however many rows: oneDNN 2.6's
+// gemm:jit reorders the weights at every call there and gains nothing over
+// fp32, and one kernel for every row count keeps a row's result independent
+// of what it is batched with (the few-row fp32-widening kernel this
+// replaced gave a text alone, below 17 rows, other values than in a batch).
 bool Int8GemmAvx2Serves(const CpuFeatures& cpu, LinearElement element) {
-  return Int8GemvServes(cpu) && cpu.avx2_fma && element == LinearElement::kFp32;
+  return !cpu.int8_dot && !cpu.amx_int8 && cpu.avx2_fma && element == LinearElement::kFp32;
 }
 
 // The row count whose primitive chooses the packed layout; every other row
@@ -158,17 +151,12 @@ struct PackedLinear::State {
   std::string implementation;
   // int8 weights: per output channel, max |w| / WeightLevels().
   std::vector<float> channel_scales;
-  // int8 weights on CPUs without int32 dot products: the quantized weights
-  // once more, in Int8WeightGemv's panels, for products of up to
-  // kGemvMaxRows rows; empty elsewhere.
-  std::vector<int8_t> gemv_weights;
   // int8 weights where Int8GemmAvx2Serves: the quantized weights in its
-  // panels, for products of more than kGemvMaxRows rows, which then never
-  // reach oneDNN (no oneDNN copy of the weights is made); empty elsewhere.
+  // panels; the product then never reaches oneDNN (which gets no copy of
+  // the weights). Empty elsewhere.
   Int8GemmWeights gemm_weights;
 
   bool int8_gemm_avx2() const { return !gemm_weights.packed.empty(); }
-  void RunGemv(const void* x, int64_t rows, void* y) const;
   void RunInt8GemmAvx2(const void* x, int64_t rows, void* y) const;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
@@ -250,7 +238,6 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
   if (state->int8() && Int8GemmAvx2Serves(HostCpuFeatures(), element)) {
     state->gemm_weights = PackInt8GemmWeights(quantized.data(), out_features, in_features);
-    state->gemv_weights = PackInt8GemvWeights(quantized.data(), out_features, in_features);
     state->implementation = "docsparse:int8_gemm_avx2";
     return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
   }
@@ -280,50 +267,7 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  // oneDNN has its reordered copy; the few-row kernel gets its panels.
-  if (state->int8() && Int8GemvServes(HostCpuFeatures())) {
-    state->gemv_weights = PackInt8GemvWeights(quantized.data(), out_features, in_features);
-  }
   return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
-}
-
-void PackedLinear::State::RunGemv(const void* x, int64_t rows, void* y) const {
-  const bool bf16 = element == LinearElement::kBf16;
-  // The kernel reads and writes fp32 rows; bf16 ones are widened and
-  // rounded here (a few rows).
-  thread_local std::vector<float> x_fp32;
-  thread_local std::vector<float> y_fp32;
-  const float* in = static_cast<const float*>(x);
-  float* out = static_cast<float*>(y);
-  if (bf16) {
-    const auto* bits = static_cast<const uint16_t*>(x);
-    x_fp32.resize(static_cast<size_t>(rows * in_features));
-    for (size_t i = 0; i < x_fp32.size(); ++i) x_fp32[i] = Bf16ToFloat(bits[i]);
-    y_fp32.resize(static_cast<size_t>(rows * out_features));
-    in = x_fp32.data();
-    out = y_fp32.data();
-  }
-  const Int8WeightGemvParams params{gemv_weights.data(),
-                                    channel_scales.data(),
-                                    bias_values.empty() ? nullptr : bias_values.data(),
-                                    in,
-                                    out,
-                                    rows,
-                                    in_features,
-                                    out_features};
-  // Channels in chunks of 64; one thread for a small product (fork and join
-  // cost more than it).
-  constexpr int64_t kChunk = 64;
-  static_assert(kChunk % kInt8GemvPanel == 0, "threads take whole panels");
-  const bool parallel = rows * in_features * out_features >= (int64_t{1} << 18);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t begin = 0; begin < out_features; begin += kChunk) {
-    Int8WeightGemv(params, begin, std::min(out_features, begin + kChunk));
-  }
-  if (bf16) {
-    auto* bits = static_cast<uint16_t*>(y);
-    for (size_t i = 0; i < y_fp32.size(); ++i) bits[i] = FloatToBf16(y_fp32[i]);
-  }
 }
 
 void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) const {
@@ -335,7 +279,8 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
   QuantizeRowsParams quantize{x, false, reinterpret_cast<int8_t*>(quantized.data()),
                               row_scales.data(), in_features};
   quantize.plus_128 = true;
-  docsparse::ForRows(rows, [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
+  docsparse::ForRows(rows,
+                     [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
   const Int8GemmParams params{&gemm_weights,
                               quantized.data(),
                               row_scales.data(),
@@ -346,7 +291,10 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
   // Each thread takes a contiguous range of panels and every row: the rows
   // are read by all, each panel's weights by one.
   const int64_t panels = gemm_weights.panels();
-  const int slices = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), panels));
+  // One thread for a small product (fork and join cost more than it).
+  const bool parallel = rows * in_features * out_features >= (int64_t{1} << 18);
+  const int slices =
+      parallel ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), panels)) : 1;
 #pragma omp parallel for schedule(static) num_threads(slices) if (slices > 1)
   for (int slice = 0; slice < slices; ++slice) {
     Int8GemmAvx2(params, panels * slice / slices, panels * (slice + 1) / slices);
@@ -356,10 +304,6 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
 void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
   if (rows <= 0) return;
   const State& s = *state_;
-  if (!s.gemv_weights.empty() && rows <= kGemvMaxRows) {
-    s.RunGemv(x, rows, y);
-    return;
-  }
   if (s.int8_gemm_avx2()) {
     s.RunInt8GemmAvx2(x, rows, y);
     return;

@@ -28,9 +28,8 @@ enum class LinearElement { kFp32, kBf16 };
 // The weights: in the element type, or int8 (per-output-channel scales) with
 // x quantized per row at every call and int32 sums (kernels/int8_rows.h):
 // AMX-INT8 tiles or VNNI through oneDNN where the CPU has them; elsewhere
-// our VPMADDUBSW kernel (int8_gemm_avx2.h; oneDNN's AVX2 int8 GEMM for bf16
-// activations), except products of up to 16 rows (decode steps), which
-// widen the weights to fp32 in registers (int8_weight_gemv.h).
+// our VPMADDUBSW kernel for every row count (int8_gemm_avx2.h; oneDNN's
+// AVX2 int8 GEMM for bf16 activations).
 enum class LinearWeights { kElementType, kInt8 };
 
 // An activation applied to the fp32 sum (bias included) before it is written,

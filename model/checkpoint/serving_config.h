@@ -143,7 +143,8 @@ struct ServingConfig {
   bool normalize = true;  // L2-normalise embeddings
   AttentionChoice attention;
   // The encoder's precision; "auto" is bf16 where the CPU multiplies
-  // bf16 natively (AMX, AVX512-BF16), else fp32. The server's --precision
+  // bf16 natively (AMX, AVX512-BF16), int8 on AVX2 without AVX-512, else
+  // fp32 (model/encoder/linear_precision.h). The server's --precision
   // overrides it for every model.
   Precision precision = Precision::kAuto;
   int64_t max_document_tokens = 65536;  // [1, 16777216], whole document

@@ -15,8 +15,9 @@
 
 namespace docsparse {
 
-// kAuto becomes bf16 where `cpu` multiplies bf16 natively, else fp32; the
-// others are returned as they are. Never returns kAuto.
+// kAuto becomes bf16 where `cpu` multiplies bf16 natively, int8 on AVX2
+// without AVX-512, else fp32; the others are returned as they are. Never
+// returns kAuto.
 Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu);
 
 // The element type of the activations between operations for a resolved

@@ -26,10 +26,12 @@
 namespace docsparse {
 namespace {
 
-TEST(LinearPrecisionTest, AutoIsBf16OnlyWhereTheCpuMultipliesBf16Natively) {
+TEST(LinearPrecisionTest, AutoIsBf16WhereTheCpuMultipliesBf16NativelyAndInt8OnAvx2) {
+  CpuFeatures baseline;
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, baseline), Precision::kFp32);
   CpuFeatures avx2;
   avx2.avx2_fma = true;
-  EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx2), Precision::kFp32);
+  EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx2), Precision::kInt8);
   CpuFeatures avx512 = avx2;
   avx512.avx512f = true;
   EXPECT_EQ(ResolvePrecision(Precision::kAuto, avx512), Precision::kFp32);
