@@ -14,6 +14,7 @@
 
 #include "kernels/aligned_vector.h"
 #include "kernels/bf16.h"
+#include "kernels/bias_gelu.h"
 #include "kernels/cpu_features.h"
 #include "kernels/int8_gemm_avx2.h"
 #include "kernels/int8_rows.h"
@@ -157,6 +158,9 @@ struct PackedLinear::State {
   Int8GemmWeights gemm_weights;
 
   bool int8_gemm_avx2() const { return !gemm_weights.packed.empty(); }
+  bool gelu() const {
+    return activation == LinearActivation::kGeluErf || activation == LinearActivation::kGeluTanh;
+  }
   void RunInt8GemmAvx2(const void* x, int64_t rows, void* y) const;
 
   bool int8() const { return weight_type == LinearWeights::kInt8; }
@@ -204,6 +208,10 @@ struct PackedLinear::State {
   }
 };
 
+bool PackedLinear::TakesActivation(LinearElement element, LinearWeights weights) {
+  return weights == LinearWeights::kElementType || Int8GemmAvx2Serves(HostCpuFeatures(), element);
+}
+
 PackedLinear::PackedLinear(std::unique_ptr<State> state) : state_(std::move(state)) {}
 PackedLinear::~PackedLinear() = default;
 
@@ -211,7 +219,7 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
                                                    int64_t out_features, int64_t in_features,
                                                    LinearElement element, LinearWeights weights,
                                                    LinearActivation activation) {
-  if (weights == LinearWeights::kInt8 && activation != LinearActivation::kNone) return nullptr;
+  if (activation != LinearActivation::kNone && !TakesActivation(element, weights)) return nullptr;
   auto state = std::make_unique<State>();
   state->in_features = in_features;
   state->out_features = out_features;
@@ -238,6 +246,7 @@ std::unique_ptr<PackedLinear> PackedLinear::Create(const float* weight, const fl
   if (bias != nullptr) state->bias_values.assign(bias, bias + out_features);
   if (state->int8() && Int8GemmAvx2Serves(HostCpuFeatures(), element)) {
     state->gemm_weights = PackInt8GemmWeights(quantized.data(), out_features, in_features);
+    if (state->gelu() && state->bias_values.empty()) state->bias_values.assign(out_features, 0.0f);
     state->implementation = "docsparse:int8_gemm_avx2";
     return std::unique_ptr<PackedLinear>(new PackedLinear(std::move(state)));
   }
@@ -281,11 +290,13 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
   quantize.plus_128 = true;
   docsparse::ForRows(rows,
                      [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
+  // With GELU the bias is added by the activation's pass (bias_gelu.h).
+  const float* bias = bias_values.empty() || gelu() ? nullptr : bias_values.data();
   const Int8GemmParams params{&gemm_weights,
                               quantized.data(),
                               row_scales.data(),
                               channel_scales.data(),
-                              bias_values.empty() ? nullptr : bias_values.data(),
+                              bias,
                               static_cast<float*>(y),
                               rows};
   // Each thread takes a contiguous range of panels and every row: the rows
@@ -298,6 +309,19 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
 #pragma omp parallel for schedule(static) num_threads(slices) if (slices > 1)
   for (int slice = 0; slice < slices; ++slice) {
     Int8GemmAvx2(params, panels * slice / slices, panels * (slice + 1) / slices);
+  }
+  if (gelu()) {
+    const BiasGeluFp32Params activate{static_cast<float*>(y), bias_values.data(), out_features,
+                                      activation == LinearActivation::kGeluTanh};
+    docsparse::ForRows(rows,
+                       [&](int64_t begin, int64_t end) { BiasGeluFp32Rows(activate, begin, end); });
+  } else if (activation == LinearActivation::kRelu) {
+    float* out = static_cast<float*>(y);
+    docsparse::ForRows(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin * out_features; i < end * out_features; ++i) {
+        out[i] = std::max(out[i], 0.0f);
+      }
+    });
   }
 }
 

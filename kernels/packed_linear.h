@@ -34,19 +34,25 @@ enum class LinearWeights { kElementType, kInt8 };
 
 // An activation applied to the fp32 sum (bias included) before it is written,
 // inside the product (a oneDNN post-op): the feed-forward's GELU then costs no
-// pass of its own over the intermediate. Element-type weights only.
+// pass of its own over the intermediate. Element-type weights, and int8
+// weights where TakesActivation says so (there bias and GELU are one pass
+// after the product, kernels/bias_gelu.h).
 enum class LinearActivation { kNone, kGeluErf, kGeluTanh, kRelu };
 
 class PackedLinear {
  public:
   // Packs `weight` [out_features, in_features] (fp32, row-major) and copies
   // `bias` [out_features] (fp32; null for none). Returns null where oneDNN has
-  // no matmul for `element` on this CPU (bf16 without AVX-512), and for int8
-  // weights with an activation.
+  // no matmul for `element` on this CPU (bf16 without AVX-512), and for an
+  // activation where TakesActivation is false.
   static std::unique_ptr<PackedLinear> Create(
       const float* weight, const float* bias, int64_t out_features, int64_t in_features,
       LinearElement element, LinearWeights weights = LinearWeights::kElementType,
       LinearActivation activation = LinearActivation::kNone);
+  // Whether Create applies an activation for these element and weight types
+  // on this CPU: always for element-type weights; for int8 ones where they
+  // run on int8_gemm_avx2 (oneDNN's int8 products take no post-op here).
+  static bool TakesActivation(LinearElement element, LinearWeights weights);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;

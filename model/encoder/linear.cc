@@ -19,6 +19,14 @@ LinearActivation InProduct(std::optional<Activation> activation) {
   return LinearActivation::kNone;
 }
 
+LinearElement ElementOf(at::ScalarType type) {
+  return type == at::kBFloat16 ? LinearElement::kBf16 : LinearElement::kFp32;
+}
+
+LinearWeights WeightsOf(Precision precision) {
+  return precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType;
+}
+
 }  // namespace
 
 at::Tensor ApplyActivation(const at::Tensor& x, Activation activation) {
@@ -40,7 +48,9 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
       out_features_(weight.size(0)),
       bias_in_product_(placement == Bias::kInProduct),
       activation_(activation),
-      activation_in_product_(activation.has_value() && precision != Precision::kInt8) {
+      activation_in_product_(
+          activation.has_value() &&
+          PackedLinear::TakesActivation(ElementOf(type_), WeightsOf(precision))) {
   TORCH_CHECK(weight.dim() == 2, "Linear: weight must be [out, in]");
   TORCH_CHECK(!activation.has_value() || bias_in_product_,
               "Linear: an activation needs the bias in the product");
@@ -54,12 +64,9 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
     activation_in_product_ = false;
     return;
   }
-  const LinearElement element =
-      type_ == at::kBFloat16 ? LinearElement::kBf16 : LinearElement::kFp32;
   packed_ = PackedLinear::Create(
       w.data_ptr<float>(), bias_in_product_ && b.defined() ? b.data_ptr<float>() : nullptr,
-      out_features_, in_features_, element,
-      precision == Precision::kInt8 ? LinearWeights::kInt8 : LinearWeights::kElementType,
+      out_features_, in_features_, ElementOf(type_), WeightsOf(precision),
       activation_in_product_ ? InProduct(activation_) : LinearActivation::kNone);
   if (!packed_) {
     bf16_in_fp32_ = type_ == at::kBFloat16;

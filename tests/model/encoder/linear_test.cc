@@ -167,6 +167,25 @@ TEST(LinearTest, ActivationAppliesToTheBiasedSumInEveryPrecision) {
   EXPECT_GT(MaxError(erf_form, at::gelu(sum, "tanh")), 1e-4);
 }
 
+// int8 with an activation inside (on int8_gemm_avx2's CPUs: bias and GELU as
+// one pass after the product) is the activation of the same int8 product,
+// with a bias or without one.
+TEST(LinearTest, Int8ActivationIsTheActivationOfTheInt8Product) {
+  c10::InferenceMode inference_mode;
+  at::manual_seed(7);
+  const at::Tensor weight = at::randn({40, 56}) * 0.2;
+  const at::Tensor x = at::randn({23, 56});
+  for (const at::Tensor& bias : {at::randn({40}), at::Tensor()}) {
+    const at::Tensor product = Linear(weight, bias, Precision::kInt8)(x);
+    for (Activation activation : {Activation::kGelu, Activation::kGeluNew, Activation::kRelu}) {
+      const at::Tensor got =
+          Linear(weight, bias, Precision::kInt8, Linear::Bias::kInProduct, activation)(x);
+      EXPECT_LT(MaxError(got, ApplyActivation(product, activation).to(at::kDouble)), 1e-5)
+          << static_cast<int>(activation) << (bias.defined() ? " with bias" : " without bias");
+    }
+  }
+}
+
 TEST(LinearTest, ConcurrentCallsWithDifferentRowCountsGiveTheSameBits) {
   c10::InferenceMode inference_mode;
   at::manual_seed(7);
