@@ -15,8 +15,8 @@ namespace {
 constexpr int64_t kPanel = kInt8GemmPanel;
 // Bytes of one group of four inputs in a panel.
 constexpr int64_t kGroupBytes = 4 * kPanel;
-// Rows a pass: 2·R int32 accumulators, two weight vectors, a broadcast row
-// group, a product and the ones leave one of the 16 registers.
+// Rows a pass: 2·R = 8 int32 accumulators, two weight vectors, the
+// broadcast row group, two products and the ones: 14 of the 16 registers.
 constexpr int kRows = 4;
 // A block of rows stays in L2 while the thread's panels pass over it (each
 // panel, at most 24 KB for 1,536 inputs, stays in L1 across the block).
@@ -46,11 +46,12 @@ DOCSPARSE_AVX2 void PanelRows(const Int8GemmParams& p, const int8_t* panel, cons
   if constexpr (R == 4) {
     // Written out: GCC's schedule of the loop below ran all eight VPMADDUBSW
     // first, kept eight products live and spilled an accumulator to the
-    // stack each step (0.74x of the in-register rate).
+    // stack each step (255 GFLOP/s on 2 Zen 3 cores against 350 written out).
     for (int64_t g = 0; g < groups; ++g) {
       const int8_t* w = panel + g * kGroupBytes;
       const uint8_t* x0 = x + 4 * g;
       __m256i w0, w1, a, t0, t1;
+      // clang-format off
       __asm__(
           "vmovdqa (%[w]), %[w0]\n\t"
           "vmovdqa 32(%[w]), %[w1]\n\t"
@@ -73,6 +74,7 @@ DOCSPARSE_AVX2 void PanelRows(const Int8GemmParams& p, const int8_t* panel, cons
             [a] "=&x"(a), [t0] "=&x"(t0), [t1] "=&x"(t1)
           : [w] "r"(w), [x0] "r"(x0), [in] "r"(in), [x3] "r"(x0 + 3 * in), [ones] "x"(ones)
           : "memory");
+      // clang-format on
     }
   } else {
     for (int64_t g = 0; g < groups; ++g) {

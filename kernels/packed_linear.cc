@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "kernels/aligned_vector.h"
-#include "kernels/bf16.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/cpu_features.h"
 #include "kernels/int8_gemm_avx2.h"
@@ -196,7 +195,7 @@ struct PackedLinear::State {
   }
 
   // `rows` is one of NextChunkRows' sizes, so the map stays small.
-  std::shared_ptr<const Compiled> ForRows(int64_t rows) const {
+  std::shared_ptr<const Compiled> CompiledFor(int64_t rows) const {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = by_rows.find(rows);
     if (found != by_rows.end()) return found->second;
@@ -288,8 +287,7 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
   QuantizeRowsParams quantize{x, false, reinterpret_cast<int8_t*>(quantized.data()),
                               row_scales.data(), in_features};
   quantize.plus_128 = true;
-  docsparse::ForRows(rows,
-                     [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
+  ForRows(rows, [&](int64_t begin, int64_t end) { QuantizeRowsInt8(quantize, begin, end); });
   // With GELU the bias is added by the activation's pass (bias_gelu.h).
   const float* bias = bias_values.empty() || gelu() ? nullptr : bias_values.data();
   const Int8GemmParams params{&gemm_weights,
@@ -313,11 +311,10 @@ void PackedLinear::State::RunInt8GemmAvx2(const void* x, int64_t rows, void* y) 
   if (gelu()) {
     const BiasGeluFp32Params activate{static_cast<float*>(y), bias_values.data(), out_features,
                                       activation == LinearActivation::kGeluTanh};
-    docsparse::ForRows(rows,
-                       [&](int64_t begin, int64_t end) { BiasGeluFp32Rows(activate, begin, end); });
+    ForRows(rows, [&](int64_t begin, int64_t end) { BiasGeluFp32Rows(activate, begin, end); });
   } else if (activation == LinearActivation::kRelu) {
     float* out = static_cast<float*>(y);
-    docsparse::ForRows(rows, [&](int64_t begin, int64_t end) {
+    ForRows(rows, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin * out_features; i < end * out_features; ++i) {
         out[i] = std::max(out[i], 0.0f);
       }
@@ -360,7 +357,7 @@ void PackedLinear::Run(const void* x, int64_t rows, void* y) const {
       memory::desc({1, s.out_features}, out_type, memory::format_tag::ab).get_size();
   for (int64_t first = 0; first < rows;) {
     const int64_t chunk = NextChunkRows(rows - first);
-    const std::shared_ptr<const State::Compiled> compiled = s.ForRows(chunk);
+    const std::shared_ptr<const State::Compiled> compiled = s.CompiledFor(chunk);
     if (scratchpad.size() < compiled->scratchpad_bytes) {
       stream.wait();  // the chunks before may still read the old scratchpad
       scratchpad.resize(compiled->scratchpad_bytes);
