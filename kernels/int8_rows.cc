@@ -23,6 +23,13 @@ float Load(const QuantizeRowsParams& p, int64_t i) {
                 : static_cast<const float*>(p.x)[i];
 }
 
+// One value's code: round(x · inverse) (to nearest even, as the vector
+// conversions), clamped to [-127, 127], stored as q + 128 where asked.
+int8_t QuantizedCode(float x, float inverse, bool plus_128) {
+  const int q = static_cast<int>(std::clamp(std::nearbyint(x * inverse), -127.0f, 127.0f));
+  return static_cast<int8_t>(plus_128 ? q ^ 0x80 : q);
+}
+
 void QuantizeRowPortable(const QuantizeRowsParams& p, int64_t row) {
   const int64_t start = row * p.width;
   float max_abs = 0;
@@ -30,9 +37,7 @@ void QuantizeRowPortable(const QuantizeRowsParams& p, int64_t row) {
   p.scales[row] = max_abs / 127.0f;
   const float inverse = max_abs > 0 ? 127.0f / max_abs : 0.0f;
   for (int64_t c = 0; c < p.width; ++c) {
-    const float scaled = std::nearbyint(Load(p, start + c) * inverse);
-    const int q = static_cast<int>(std::clamp(scaled, -127.0f, 127.0f));
-    p.q[start + c] = static_cast<int8_t>(p.plus_128 ? q ^ 0x80 : q);
+    p.q[start + c] = QuantizedCode(Load(p, start + c), inverse, p.plus_128);
   }
 }
 
@@ -110,11 +115,7 @@ DOCSPARSE_AVX2 void QuantizeRowAvx2(const QuantizeRowsParams& p, int64_t row) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + c),
                         _mm256_xor_si256(_mm256_permutevar8x32_epi32(bytes, order), flip));
   }
-  for (; c < p.width; ++c) {
-    const float scaled = std::nearbyint(x[c] * inverse_scalar);
-    const int value = static_cast<int>(std::clamp(scaled, -127.0f, 127.0f));
-    q[c] = static_cast<int8_t>(p.plus_128 ? value ^ 0x80 : value);
-  }
+  for (; c < p.width; ++c) q[c] = QuantizedCode(x[c], inverse_scalar, p.plus_128);
 }
 
 DOCSPARSE_AVX512 void DequantizeRowAvx512(const DequantizeRowsParams& p, int64_t row) {
