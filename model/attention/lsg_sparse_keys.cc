@@ -34,15 +34,91 @@ std::vector<uint8_t> ToValid(const at::Tensor& flags) {
 // Gathers tokens idx [heads, derived] (per head) from keys and values: whole
 // rows per head with index_select (at::gather with an expanded index reads
 // an index per element, and took most of the derivation at 16k tokens).
-LsgDerivedKeys Gather(const at::Tensor& idx, const at::Tensor& keys, const at::Tensor& values,
-                      const at::Tensor& attendable) {
+LsgDerivedKeys Gather(const at::Tensor& idx, const at::Tensor& keys, const at::Tensor& values) {
   const auto rows = [&idx](const at::Tensor& x) {
     std::vector<at::Tensor> heads;
     for (int64_t h = 0; h < x.size(0); ++h) heads.push_back(x[h].index_select(0, idx[h]));
     return at::stack(heads);
   };
-  return {rows(keys), rows(values),
-          ToValid(attendable.index_select(0, idx.reshape(-1)).view_as(idx))};
+  return {rows(keys), rows(values), {}};
+}
+
+// Whether token `token` of the padded sequence may be attended: a real
+// token, and not the masked first one.
+bool Attendable(const LsgLayout& layout, int64_t token) {
+  return token < layout.tokens && !(layout.first_token_masked && token == 0);
+}
+
+// How many tokens of [first, first + count) may be attended.
+int64_t AttendableIn(const LsgLayout& layout, int64_t first, int64_t count) {
+  const int64_t real =
+      std::max<int64_t>(0, std::min<int64_t>(first + count, layout.tokens) - first);
+  const bool masked_first = layout.first_token_masked && first == 0 && real > 0;
+  return real - (masked_first ? 1 : 0);
+}
+
+// ComputeLsgDerivedKeys' `valid` for every type but lsh, from the layout
+// alone (lsh's buckets depend on the keys): on a device the derived keys
+// then need no read-back, which made every layer wait for the GPU.
+std::vector<uint8_t> ValidFromLayout(const LsgConfig& config, const LsgLayout& layout,
+                                     int64_t heads, LsgSparsity sparsity) {
+  const int64_t t = layout.padded_tokens;
+  const int64_t sf = config.sparsity_factor;
+  const int64_t derived = t / sf;
+  std::vector<uint8_t> valid(static_cast<size_t>(heads * derived));
+  // Types whose flags are the same for every head fill the first row.
+  const auto fill_rows = [&](auto flag) {
+    for (int64_t s = 0; s < derived; ++s) valid[s] = flag(s);
+    for (int64_t h = 1; h < heads; ++h) {
+      std::copy(valid.begin(), valid.begin() + derived, valid.begin() + h * derived);
+    }
+  };
+  if (sf == 1) {
+    fill_rows([&](int64_t s) { return Attendable(layout, s); });
+    return valid;
+  }
+  switch (sparsity) {
+    case LsgSparsity::kNorm: {
+      // Per chunk the kept tokens in ascending norm, padding below every
+      // attendable token (SelectByNorm): a chunk with n attendable tokens
+      // keeps per_chunk − n padding tokens first where n < per_chunk.
+      const int64_t chunk = config.SelectionChunk();
+      const int64_t per_chunk = chunk / sf;
+      fill_rows([&](int64_t s) {
+        const int64_t attendable = AttendableIn(layout, s / per_chunk * chunk, chunk);
+        return s % per_chunk >= per_chunk - attendable;
+      });
+      break;
+    }
+    case LsgSparsity::kPooling:
+      fill_rows([&](int64_t s) { return AttendableIn(layout, s * sf, sf) > 0; });
+      break;
+    case LsgSparsity::kStride:
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t s = 0; s < derived; ++s) {
+          valid[h * derived + s] = Attendable(layout, s * sf + h % sf);
+        }
+      }
+      break;
+    case LsgSparsity::kBlockStride: {
+      const int64_t block = config.block_size;
+      const int64_t step = block / sf;
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t s = 0; s < derived; ++s) {
+          const int64_t token = (s % step + h * step) % block + s / step * block;
+          valid[h * derived + s] = Attendable(layout, token);
+        }
+      }
+      break;
+    }
+    case LsgSparsity::kBosPooling:  // never masked (lsg_sparse_keys.h)
+      std::fill(valid.begin(), valid.end(), 1);
+      break;
+    case LsgSparsity::kLsh:
+    case LsgSparsity::kNone:
+      break;
+  }
+  return valid;
 }
 
 // d values from `from` to `to`; a head of 32 bf16 values (64 bytes) with a
@@ -57,7 +133,9 @@ void CopyRow(T* to, const T* from, int64_t d) {
 }
 
 // norm: per head and chunk of `chunk` tokens, the `per_chunk` tokens of
-// largest key norm (tokens not attendable count as 0), in ascending order of
+// largest key norm (tokens not attendable rank below every attendable one;
+// the reference's norm · mask ties them with an attendable key of norm 0,
+// leaving its sort to choose), in ascending order of
 // norm as the reference's argsort leaves them (ties by position). Written
 // directly over the keys' rows: at::norm on bf16, argsort and index_select
 // per head took 3.3 ms of a 4,096-token layer, a fifth of its attention.
@@ -72,7 +150,7 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
   const int64_t derived = t / chunk * per_chunk;
   LsgDerivedKeys out{at::empty({heads, derived, d}, keys.options()),
                      at::empty({heads, derived, d}, values.options()),
-                     std::vector<uint8_t>(static_cast<size_t>(heads * derived))};
+                     {}};
   const T* k = keys.data_ptr<T>();
   const T* v = values.data_ptr<T>();
   T* out_k = out.keys.data_ptr<T>();
@@ -96,21 +174,23 @@ LsgDerivedKeys SelectByNorm(const at::Tensor& keys, const at::Tensor& values,
           for (int64_t h = 0; h < heads; ++h) norms[h * chunk + j] = token_norms[h];
         }
       }
+      // Norms are >= 0, so their bits order as they do; one more than the
+      // bits for attendable tokens and 0 for the others ranks those below.
+      auto* bits = reinterpret_cast<uint32_t*>(norms.data());
       for (int64_t j = 0; j < chunk; ++j) {
-        if (attendable[first + j]) continue;
-        for (int64_t h = 0; h < heads; ++h) norms[h * chunk + j] = 0.0f;
+        for (int64_t h = 0; h < heads; ++h) {
+          uint32_t& rank = bits[h * chunk + j];
+          rank = attendable[first + j] ? rank + 1 : 0;
+        }
       }
       for (int64_t h = 0; h < heads; ++h) {
-        // Norms are >= 0: their bits order as they do.
-        const auto* bits = reinterpret_cast<const uint32_t*>(norms.data() + h * chunk);
-        LargestInOrder(bits, static_cast<int32_t>(chunk), static_cast<int32_t>(per_chunk),
-                       kept.data());
+        LargestInOrder(bits + h * chunk, static_cast<int32_t>(chunk),
+                       static_cast<int32_t>(per_chunk), kept.data());
         for (int64_t i = 0; i < per_chunk; ++i) {
           const int64_t token = first + kept[i];
           const int64_t slot = h * derived + c * per_chunk + i;
           CopyRow(out_k + slot * d, k + h * keys.stride(0) + token * keys.stride(1), d);
           CopyRow(out_v + slot * d, v + h * values.stride(0) + token * values.stride(1), d);
-          out.valid[slot] = attendable[token];
         }
       }
     }
@@ -127,8 +207,11 @@ LsgDerivedKeys SelectByNormOnDevice(const at::Tensor& keys, const at::Tensor& va
   const int64_t heads = keys.size(0);
   const int64_t t = keys.size(1);
   const int64_t chunks = t / chunk;
-  const at::Tensor norms = keys.narrow(1, 0, chunks * chunk).to(at::kFloat).pow(2).sum(-1).sqrt() *
-                           attendable.narrow(0, 0, chunks * chunk).to(at::kFloat);  // [h, t']
+  // Not attendable: -1, below every norm (SelectByNorm).
+  const at::Tensor norms =
+      at::where(attendable.narrow(0, 0, chunks * chunk),
+                keys.narrow(1, 0, chunks * chunk).to(at::kFloat).pow(2).sum(-1).sqrt(),
+                at::full({}, -1.0f, keys.options().dtype(at::kFloat)));  // [h, t']
   const at::Tensor order =
       std::get<1>(at::sort(norms.view({heads, chunks, chunk}), /*stable=*/true, /*dim=*/-1, false));
   const at::Tensor tokens =
@@ -144,7 +227,7 @@ LsgDerivedKeys SelectByNormOnDevice(const at::Tensor& keys, const at::Tensor& va
         .index_select(0, rows_of_heads)
         .view({heads, -1, x.size(2)});
   };
-  return {rows(keys), rows(values), ToValid(attendable.index_select(0, tokens.reshape(-1)))};
+  return {rows(keys), rows(values), {}};
 }
 
 // One reference lsh_round: hash each (masked) key of a chunk to one of
@@ -165,35 +248,25 @@ void LshRound(at::Tensor& keys, at::Tensor& values, at::Tensor& mask, int64_t ou
   mask = at::zeros({heads, chunks, output_size, 1}, keys.options()).scatter_add(2, buckets, mask);
 }
 
-}  // namespace
-
-bool LsgPaddingReachesTokens(const LsgConfig& config) {
-  return config.HasSparseKeys() && config.sparsity_factor > 1 &&
-         EffectiveSparsity(config) == LsgSparsity::kBosPooling;
-}
-
-LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
-                                     const at::Tensor& first_query, const at::Tensor& keys,
-                                     const at::Tensor& values, at::Generator lsh_generator) {
+// ComputeLsgDerivedKeys' keys and values; `valid` too for lsh, else empty.
+LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
+                          const at::Tensor& first_query, const at::Tensor& keys,
+                          const at::Tensor& values, at::Generator lsh_generator) {
   const int64_t heads = keys.size(0);
   const int64_t t = layout.padded_tokens;
   const int64_t d = keys.size(2);
   const int64_t sf = config.sparsity_factor;
+  if (sf == 1) return {keys, values, {}};  // the reference passes the tokens themselves
   // On the keys' device: every operation below runs there (the CUDA build).
   const at::TensorOptions index_options = keys.options().dtype(at::kLong);
   at::Tensor attendable = at::arange(t, index_options).lt(layout.tokens);
   if (layout.first_token_masked) attendable.index_put_({0}, false);
-
-  if (sf == 1) {  // the reference passes the tokens themselves
-    return {keys, values, ToValid(attendable.unsqueeze(0).expand({heads, t}))};
-  }
   const LsgSparsity sparsity = EffectiveSparsity(config);
   const bool selects = sparsity == LsgSparsity::kNorm || sparsity == LsgSparsity::kStride ||
                        sparsity == LsgSparsity::kBlockStride;
   if (keys.scalar_type() != at::kFloat && !selects) {
-    LsgDerivedKeys derived =
-        ComputeLsgDerivedKeys(config, layout, first_query.to(at::kFloat), keys.to(at::kFloat),
-                              values.to(at::kFloat), lsh_generator);
+    LsgDerivedKeys derived = DeriveKeys(config, layout, first_query.to(at::kFloat),
+                                        keys.to(at::kFloat), values.to(at::kFloat), lsh_generator);
     derived.keys = derived.keys.to(keys.scalar_type());
     derived.values = derived.values.to(values.scalar_type());
     return derived;
@@ -203,7 +276,8 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
     case LsgSparsity::kNorm: {
       const int64_t chunk = config.SelectionChunk();
       if (keys.is_cuda()) return SelectByNormOnDevice(keys, values, attendable, chunk, chunk / sf);
-      const std::vector<uint8_t> flags = ToValid(attendable);
+      std::vector<uint8_t> flags(static_cast<size_t>(t));
+      for (int64_t token = 0; token < t; ++token) flags[token] = Attendable(layout, token);
       if (keys.scalar_type() == at::kBFloat16) {
         return SelectByNorm<at::BFloat16>(keys, values, flags, chunk, chunk / sf);
       }
@@ -218,12 +292,12 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       const at::Tensor count = w.sum(2);  // [1, t/sf, 1]
       const at::Tensor pooled_k = (keys.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
       const at::Tensor pooled_v = (values.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
-      return {pooled_k, pooled_v, ToValid(count.view({1, -1}).gt(0).expand({heads, t / sf}))};
+      return {pooled_k, pooled_v, {}};
     }
     case LsgSparsity::kStride: {
       const at::Tensor idx = (at::arange(t / sf, index_options) * sf).view({1, -1}) +
                              (at::arange(heads, index_options) % sf).view({-1, 1});
-      return Gather(idx, keys, values, attendable);
+      return Gather(idx, keys, values);
     }
     case LsgSparsity::kBlockStride: {
       const int64_t block = config.block_size;
@@ -231,7 +305,7 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       at::Tensor idx = at::arange(step, index_options).view({1, 1, -1}) +
                        at::arange(heads, index_options).view({-1, 1, 1}) * step;
       idx = idx.remainder(block) + (at::arange(t / block, index_options) * block).view({1, -1, 1});
-      return Gather(idx.reshape({heads, -1}), keys, values, attendable);
+      return Gather(idx.reshape({heads, -1}), keys, values);
     }
     case LsgSparsity::kBosPooling: {
       const at::Tensor chunk_k = keys.view({heads, t / sf, sf, d});
@@ -269,6 +343,23 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
       break;
   }
   return {};
+}
+
+}  // namespace
+
+bool LsgPaddingReachesTokens(const LsgConfig& config) {
+  return config.HasSparseKeys() && config.sparsity_factor > 1 &&
+         EffectiveSparsity(config) == LsgSparsity::kBosPooling;
+}
+
+LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
+                                     const at::Tensor& first_query, const at::Tensor& keys,
+                                     const at::Tensor& values, at::Generator lsh_generator) {
+  LsgDerivedKeys derived = DeriveKeys(config, layout, first_query, keys, values, lsh_generator);
+  if (derived.valid.empty()) {
+    derived.valid = ValidFromLayout(config, layout, keys.size(0), EffectiveSparsity(config));
+  }
+  return derived;
 }
 
 }  // namespace docsparse

@@ -40,6 +40,11 @@ struct LsgDerivedKeys {
 //     finfo.min, and then zeroes every value that is not exactly finfo.min:
 //     so no pooled key is ever masked, and padding chunks (adaptive padding)
 //     take part. We reproduce that, since it changes real tokens' outputs.
+// norm ranks tokens that are not attendable below every attendable one (the
+// reference's norm · mask ties them with an attendable key of norm 0 and
+// leaves the choice to its sort), so for every type but lsh `valid` follows
+// from the layout alone: derived keys on a device are never read back to
+// the host for it.
 LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
                                      const at::Tensor& first_query, const at::Tensor& keys,
                                      const at::Tensor& values, at::Generator lsh_generator);
