@@ -238,7 +238,13 @@ void LshRound(at::Tensor& keys, at::Tensor& values, at::Tensor& mask, int64_t ou
   // keys [h, c, t, d]; mask [h, c, t, 1]
   const int64_t heads = keys.size(0), chunks = keys.size(1), d = keys.size(3);
   const int64_t hashes = output_size / 2;
-  const at::Tensor rotation = at::randn({heads, 1, d, hashes}, generator, keys.options());
+  // Drawn on the host from the CPU generator, then moved to the keys'
+  // device: the same rotations for the same request seed on either.
+  at::Tensor rotation =
+      at::randn({heads, 1, d, hashes}, generator, at::TensorOptions().dtype(keys.scalar_type()));
+  if (!keys.is_cpu()) {
+    rotation = rotation.pin_memory().to(keys.device(), /*non_blocking=*/true);
+  }
   at::Tensor projected =
       at::matmul(keys.div(keys.norm(2, -1, true).clamp_min(1e-12)) * mask.clamp(0, 1), rotation);
   const at::Tensor buckets = at::cat({projected, projected.neg()}, -1).argmax(-1, true);
@@ -324,7 +330,6 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
               std::vector<uint8_t>(static_cast<size_t>(heads * (t / sf)), 1)};
     }
     case LsgSparsity::kLsh: {
-      TORCH_CHECK(!keys.is_cuda(), "LSG's lsh sparsity does not run on a CUDA device yet");
       const int64_t chunk = config.SelectionChunk();
       const at::Tensor w = weight.view({1, t / chunk, chunk, 1});
       at::Tensor k = keys.view({heads, t / chunk, chunk, d}) * w;
