@@ -28,8 +28,18 @@ done
 "$out/bin/docsparse-server" --version >/dev/null || fail "staged docsparse-server does not start"
 
 # The libraries the build is about, by the packages that must carry them.
-for pattern in '^libgrpc\+\+1\.' '^libprotobuf[0-9]' '^libabsl[0-9]' '^libtorch[0-9]' \
-  '^libcpp-httplib' '^libopenblas0-openmp$'; do
+# A build on the PyPI wheel's LibTorch (scripts/build --cuda) ships LibTorch,
+# and the BLAS inside it, staged under root/ instead of Debian's libtorch and
+# OpenBLAS.
+patterns=('^libgrpc\+\+1\.' '^libprotobuf[0-9]' '^libabsl[0-9]' '^libcpp-httplib')
+torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build_dir/CMakeCache.txt")
+if [[ $torch_dir == /usr/* ]]; then
+  patterns+=('^libtorch[0-9]' '^libopenblas0-openmp$')
+else
+  [[ -n $(find "$out/root" -name 'libtorch_cpu.so*' -print -quit 2>/dev/null) ]] ||
+    fail "LibTorch from $torch_dir is not staged under root/"
+fi
+for pattern in "${patterns[@]}"; do
   grep -Eq "$pattern" "$out/runtime-packages.txt" ||
     fail "runtime-packages.txt has no package matching $pattern"
 done
