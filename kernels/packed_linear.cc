@@ -52,12 +52,15 @@ void CapOneDnnIsa() {
   }
 }
 
+// Whether the CPU multiplies int8 into int32 sums (VNNI, AMX-INT8).
+bool Int32DotProducts(const CpuFeatures& cpu) { return cpu.int8_dot || cpu.amx_int8; }
+
 // The int8 weights' largest magnitude. Without int32 dot products (VNNI,
 // AMX) oneDNN multiplies u8 activations (s8 shifted by 128) by s8 weights
 // with VPMADDUBSW, which adds each pair of products in int16: 255 · 127 · 2
 // saturates, 255 · 63 · 2 = 32,130 does not. Seven-bit weights there, as
 // ONNX Runtime's reduce_range and FBGEMM do on such CPUs.
-float WeightLevels(const CpuFeatures& cpu) { return cpu.int8_dot || cpu.amx_int8 ? 127.0f : 63.0f; }
+float WeightLevels(const CpuFeatures& cpu) { return Int32DotProducts(cpu) ? 127.0f : 63.0f; }
 
 const dnnl::engine& CpuEngine() {
   static const dnnl::engine* engine = [] {
@@ -103,7 +106,7 @@ void ForRows(int64_t rows, RowKernel kernel) {
 // of what it is batched with (the few-row fp32-widening kernel this
 // replaced gave a text alone, below 17 rows, other values than in a batch).
 bool Int8GemmAvx2Serves(const CpuFeatures& cpu, LinearElement element) {
-  return !cpu.int8_dot && !cpu.amx_int8 && cpu.avx2_fma && element == LinearElement::kFp32;
+  return !Int32DotProducts(cpu) && cpu.avx2_fma && element == LinearElement::kFp32;
 }
 
 // The row count whose primitive chooses the packed layout; every other row

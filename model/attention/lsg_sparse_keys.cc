@@ -265,8 +265,13 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
   if (sf == 1) return {keys, values, {}};  // the reference passes the tokens themselves
   // On the keys' device: every operation below runs there (the CUDA build).
   const at::TensorOptions index_options = keys.options().dtype(at::kLong);
-  at::Tensor attendable = at::arange(t, index_options).lt(layout.tokens);
-  if (layout.first_token_masked) attendable.index_put_({0}, false);
+  // [t] whether each token may be attended (Attendable), for the types that
+  // weigh or mask by it.
+  const auto attendable_tokens = [&] {
+    at::Tensor attendable = at::arange(t, index_options).lt(layout.tokens);
+    if (layout.first_token_masked) attendable.index_put_({0}, false);
+    return attendable;
+  };
   const LsgSparsity sparsity = EffectiveSparsity(config);
   const bool selects = sparsity == LsgSparsity::kNorm || sparsity == LsgSparsity::kStride ||
                        sparsity == LsgSparsity::kBlockStride;
@@ -277,11 +282,12 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
     derived.values = derived.values.to(values.scalar_type());
     return derived;
   }
-  const at::Tensor weight = attendable.to(keys.scalar_type());  // [t]
   switch (sparsity) {
     case LsgSparsity::kNorm: {
       const int64_t chunk = config.SelectionChunk();
-      if (keys.is_cuda()) return SelectByNormOnDevice(keys, values, attendable, chunk, chunk / sf);
+      if (keys.is_cuda()) {
+        return SelectByNormOnDevice(keys, values, attendable_tokens(), chunk, chunk / sf);
+      }
       std::vector<uint8_t> flags(static_cast<size_t>(t));
       for (int64_t token = 0; token < t; ++token) flags[token] = Attendable(layout, token);
       if (keys.scalar_type() == at::kBFloat16) {
@@ -294,7 +300,7 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
       return derived;
     }
     case LsgSparsity::kPooling: {
-      const at::Tensor w = weight.view({1, t / sf, sf, 1});
+      const at::Tensor w = attendable_tokens().to(keys.scalar_type()).view({1, t / sf, sf, 1});
       const at::Tensor count = w.sum(2);  // [1, t/sf, 1]
       const at::Tensor pooled_k = (keys.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
       const at::Tensor pooled_v = (values.view({heads, t / sf, sf, d}) * w).sum(2) / (count + 1e-6);
@@ -317,9 +323,9 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
       const at::Tensor chunk_k = keys.view({heads, t / sf, sf, d});
       const at::Tensor chunk_v = values.view({heads, t / sf, sf, d});
       const float lowest = std::numeric_limits<float>::lowest();
-      const at::Tensor additive =
-          at::where(attendable, at::zeros({}, keys.options()), at::full({}, lowest, keys.options()))
-              .view({1, t / sf, 1, sf});
+      const at::Tensor additive = at::where(attendable_tokens(), at::zeros({}, keys.options()),
+                                            at::full({}, lowest, keys.options()))
+                                      .view({1, t / sf, 1, sf});
       // [h, t/sf, 1, sf]: the first token's query against each chunk.
       at::Tensor scores =
           at::matmul(first_query.view({heads, 1, 1, d}), chunk_k.transpose(-1, -2)) /
@@ -327,11 +333,12 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
       scores = at::softmax(scores + additive, -1);
       return {at::matmul(scores, chunk_k).view({heads, t / sf, d}),
               at::matmul(scores, chunk_v).view({heads, t / sf, d}),
-              std::vector<uint8_t>(static_cast<size_t>(heads * (t / sf)), 1)};
+              {}};
     }
     case LsgSparsity::kLsh: {
       const int64_t chunk = config.SelectionChunk();
-      const at::Tensor w = weight.view({1, t / chunk, chunk, 1});
+      const at::Tensor w =
+          attendable_tokens().to(keys.scalar_type()).view({1, t / chunk, chunk, 1});
       at::Tensor k = keys.view({heads, t / chunk, chunk, d}) * w;
       at::Tensor v = values.view({heads, t / chunk, chunk, d}) * w;
       at::Tensor mask = w.expand({heads, -1, -1, -1}).contiguous();
