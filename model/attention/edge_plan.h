@@ -90,8 +90,10 @@ HeadEdgeList UnionOfEdges(const std::vector<HeadEdgeList>& parts);
 // The mechanism running `planner`'s plans on the edge executor: per item and
 // head, the planner's list, then softmax over it: a bf16 model's on the bf16
 // edge executor where the CPU has AVX512-BF16 (kernels/edge_attention_bf16.h,
-// its projections read in place), else in fp32 (its projections converted).
-// Planners see fp32 queries and keys. Knobs are `native` with each item's
+// its projections read in place), else in fp32 (its projections converted);
+// a CUDA model's on the CUDA edge executor in its own dtype, each head's list
+// planned on the host and copied up (model/attention/edge_attention_device.h).
+// Planners see fp32 queries and keys on the host. Knobs are `native` with each item's
 // options over them.
 std::unique_ptr<AttentionMechanism> MakeEdgeAttention(AttentionKind kind,
                                                       std::shared_ptr<const EdgePlanner> planner,

@@ -9,6 +9,7 @@
 #include "kernels/edge_attention.h"
 #include "kernels/edge_attention_bf16.h"
 #include "model/attention/context_buffer.h"
+#include "model/attention/edge_attention_device.h"
 #include "model/attention/edge_plan.h"
 
 namespace docsparse {
@@ -39,19 +40,24 @@ class EdgePlanAttention final : public AttentionMechanism {
                 batch);
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     const float scale = static_cast<float>(1 / std::sqrt(static_cast<double>(head_dim)));
+    // A CUDA model's projections stay on its device: the planners see fp32
+    // copies of q and k on the host, the CUDA executor reads the device's.
+    const bool on_device = in.query.is_cuda();
     const bool bf16 = in.precision == Precision::kBf16 && in.query.is_cpu() &&
                       in.query.scalar_type() == at::kBFloat16 &&
                       in.key.scalar_type() == at::kBFloat16 &&
                       in.value.scalar_type() == at::kBFloat16 &&
                       EdgeAttentionBf16Available(static_cast<int32_t>(head_dim));
-    // The fp32 executor takes contiguous fp32 operands on the CPU: a device
-    // model's projections come down and its context goes back. The bf16 one
+    // The CPU's fp32 executor takes contiguous fp32 operands. The bf16 one
     // reads the projection where it lies and writes the context where the
     // output product reads it.
-    const at::Tensor query = bf16 ? in.query : in.query.to(at::kCPU, at::kFloat).contiguous();
-    const at::Tensor key = bf16 ? in.key : in.key.to(at::kCPU, at::kFloat).contiguous();
-    const at::Tensor value = bf16 ? in.value : in.value.to(at::kCPU, at::kFloat).contiguous();
-    at::Tensor context = bf16 ? ContextBuffer(in.query, at::kBFloat16) : at::zeros_like(query);
+    const bool in_place = bf16 || on_device;
+    const at::Tensor query = in_place ? in.query : in.query.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor key = in_place ? in.key : in.key.to(at::kCPU, at::kFloat).contiguous();
+    const at::Tensor value = in_place ? in.value : in.value.to(at::kCPU, at::kFloat).contiguous();
+    at::Tensor context = on_device ? at::empty({batch, heads, seq, head_dim}, in.query.options())
+                         : bf16    ? ContextBuffer(in.query, at::kBFloat16)
+                                   : at::zeros_like(query);
 
     item_costs->assign(batch, ItemAttentionCost{});
     for (int64_t b = 0; b < batch; ++b) {
@@ -61,20 +67,24 @@ class EdgePlanAttention final : public AttentionMechanism {
       ItemAttentionCost& cost = (*item_costs)[b];
       cost.head_edges.assign(heads, 0);
       if (tokens == 0) {
-        if (bf16) context[b].zero_();
+        if (in_place) context[b].zero_();
         continue;
       }
       const ItemAttentionOptions options =
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
       ItemPlanInput input;
-      // The planners compute in fp32.
-      input.query = query[b].narrow(1, 0, tokens).to(at::kFloat);
-      input.key = key[b].narrow(1, 0, tokens).to(at::kFloat);
+      // The planners compute in fp32 on the host.
+      input.query = query[b].narrow(1, 0, tokens).to(at::kCPU, at::kFloat);
+      input.key = key[b].narrow(1, 0, tokens).to(at::kCPU, at::kFloat);
       input.layer = in.layer;
       input.seed = options.seed;
       input.knobs = native_;
       for (const auto& [knob, value] : options.knobs) input.knobs[knob] = value;
       const std::unique_ptr<ItemEdgePlan> plan = planner_->PlanItem(input);
+      // The CUDA kernel takes contiguous heads.
+      const at::Tensor item_query = on_device ? query[b].contiguous() : at::Tensor();
+      const at::Tensor item_key = on_device ? key[b].contiguous() : at::Tensor();
+      const at::Tensor item_value = on_device ? value[b].contiguous() : at::Tensor();
       for (int64_t h = 0; h < heads; ++h) {
         const HeadEdgeList edges = plan->Head(static_cast<int32_t>(h));
         TORCH_CHECK(edges.rows() == tokens, name, " attention: head ", h, " planned ", edges.rows(),
@@ -83,6 +93,14 @@ class EdgePlanAttention final : public AttentionMechanism {
         const EdgeListView view{edges.row_offsets.data(), edges.keys.data(),
                                 static_cast<int32_t>(tokens),
                                 edges.logit_bias.empty() ? nullptr : edges.logit_bias.data()};
+        if (on_device) {
+          at::Tensor out = context[b][h];
+          const absl::Status status = EdgeAttentionHeadOnDevice(item_query[h], item_key[h],
+                                                                item_value[h], edges, scale, out);
+          TORCH_CHECK(status.ok(), name, " attention, item ", b, " head ", h, ": ",
+                      status.ToString());
+          continue;
+        }
         if (bf16) {
           AttendHeadBf16(query[b][h], key[b][h], value[b][h], view, scale, threads, context[b][h]);
           continue;
@@ -106,7 +124,8 @@ class EdgePlanAttention final : public AttentionMechanism {
       cost.head_expected_edges = plan->head_expected_edges();
       cost.raised_to_floor = plan->raised_to_floor();
     }
-    return in.query.is_cpu() ? context : context.to(in.query.device(), in.query.scalar_type());
+    return in.query.is_cpu() || on_device ? context
+                                          : context.to(in.query.device(), in.query.scalar_type());
   }
 
  private:
