@@ -8,6 +8,8 @@ header.json (names and shapes; shaped_checkpoint.py fills random values of those
 shapes on the GPU machine) and, where the shapes are scaled, dims:
 - minilm-lsg: models/minilm-lsg as scripts/setup converts it (MiniLM-L6 with LSG
   attention and 16,384 positions), served for embed and classify;
+- minilm-sbm: models/minilm-sbm likewise (SBM attention with the calibrated
+  sbm.safetensors scripts/setup makes; 16,384 positions);
 - lsg-bart-16k: the shape of ccdv's lsg-bart-base-16384 (BART-base: 6+6 layers,
   d_model 768, 12 heads, FFN 3072, vocabulary 50,265; 16,384 positions; LSG blocks of
   128, sparse blocks of 128, sparsity factor 2, norm, one global token: the LSG
@@ -26,14 +28,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HEADER = [sys.executable, os.path.join(ROOT, "bench/gpu/shaped_checkpoint.py"), "header"]
 
 
-def stage_minilm_lsg(out):
-    source = os.path.join(ROOT, "models/minilm-lsg")
+def stage_minilm(out, name, extra_files=()):
+    source = os.path.join(ROOT, "models", name)
     if not os.path.exists(os.path.join(source, "model.safetensors")):
         sys.exit(f"{source} is missing: run scripts/setup first")
     os.makedirs(out)
-    for name in ("config.json", "special_tokens_map.json", "tokenizer.json",
-                 "tokenizer_config.json", "vocab.txt"):
-        shutil.copy(os.path.join(source, name), out)
+    for file in ("config.json", "special_tokens_map.json", "tokenizer.json",
+                 "tokenizer_config.json", "vocab.txt") + tuple(extra_files):
+        shutil.copy(os.path.join(source, file), out)
     serving = json.load(open(os.path.join(source, "docsparse.json")))
     serving.pop("default", None)
     serving["tasks"] = ["embed", "classify"]
@@ -89,7 +91,9 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
-    stage_minilm_lsg(os.path.join(out, "minilm-lsg"))
+    stage_minilm(os.path.join(out, "minilm-lsg"), "minilm-lsg")
+    # Its calibrated SBM parameters (200 KB) travel as they are.
+    stage_minilm(os.path.join(out, "minilm-sbm"), "minilm-sbm", ["sbm.safetensors"])
     stage_lsg_bart_16k(os.path.join(out, "lsg-bart-16k"))
 
 

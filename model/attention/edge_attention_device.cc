@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
 #if defined(DOCSPARSE_CUDA_TORCH)
@@ -66,11 +69,9 @@ absl::Status CheckEdges(const HeadEdgeList& edges, int64_t q_len, int64_t k_len)
 
 int64_t AlignUp(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
 
-}  // namespace
-
-absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
-                                       const at::Tensor& v, const HeadEdgeList& edges, float scale,
-                                       at::Tensor& out) {
+// q, k, v and out checked, and their element type.
+absl::StatusOr<CudaElementType> CheckOperands(const at::Tensor& q, const at::Tensor& k,
+                                              const at::Tensor& v, const at::Tensor& out) {
   if (q.dim() != 2) return absl::InvalidArgumentError("q must be [len, head_dim]");
   for (const auto& [name, t] :
        {std::pair<const char*, const at::Tensor&>{"q", q}, {"k", k}, {"v", v}, {"out", out}}) {
@@ -78,21 +79,49 @@ absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
   }
   if (k.size(0) != v.size(0)) return absl::InvalidArgumentError("k and v differ in length");
   if (out.size(0) != q.size(0)) return absl::InvalidArgumentError("out and q differ in length");
-  if (absl::Status status = CheckEdges(edges, q.size(0), k.size(0)); !status.ok()) return status;
-  CudaElementType type;
   switch (q.scalar_type()) {
     case at::kBFloat16:
-      type = CudaElementType::kBFloat16;
-      break;
+      return CudaElementType::kBFloat16;
     case at::kHalf:
-      type = CudaElementType::kFloat16;
-      break;
+      return CudaElementType::kFloat16;
     case at::kFloat:
-      type = CudaElementType::kFloat32;
-      break;
+      return CudaElementType::kFloat32;
     default:
       return absl::InvalidArgumentError("q must be bf16, fp16 or fp32");
   }
+}
+
+// One head on `stream`; `view` in device memory.
+absl::Status Launch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out,
+                    CudaElementType type, const EdgeListView* view, float scale,
+                    cudaStream_t stream) {
+  CudaAttentionParams params{q.data_ptr(),
+                             k.data_ptr(),
+                             v.data_ptr(),
+                             out.data_ptr(),
+                             type,
+                             1,
+                             1,
+                             static_cast<int32_t>(q.size(0)),
+                             static_cast<int32_t>(k.size(0)),
+                             static_cast<int32_t>(q.size(1)),
+                             scale};
+  const cudaError_t status = EdgeAttentionCuda(params, view, stream);
+  if (status != cudaSuccess) {
+    return absl::InternalError(
+        absl::StrCat("edge attention on ", q.device().str(), ": ", cudaGetErrorString(status)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v, const HeadEdgeList& edges, float scale,
+                                       at::Tensor& out) {
+  const absl::StatusOr<CudaElementType> type = CheckOperands(q, k, v, out);
+  if (!type.ok()) return type.status();
+  if (absl::Status status = CheckEdges(edges, q.size(0), k.size(0)); !status.ok()) return status;
   const c10::cuda::CUDAGuard guard(q.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   // One pinned buffer, one copy: offsets, keys, biases, then the view the
@@ -107,9 +136,9 @@ absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
   const int64_t total = view_at + static_cast<int64_t>(sizeof(EdgeListView));
   const at::Tensor host =
       at::empty({total}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-  at::Tensor device = at::empty({total}, q.options().dtype(at::kByte));
+  at::Tensor uploaded = at::empty({total}, q.options().dtype(at::kByte));
   auto* cursor = host.data_ptr<uint8_t>();
-  auto* base = device.data_ptr<uint8_t>();
+  auto* base = uploaded.data_ptr<uint8_t>();
   std::memcpy(cursor, edges.row_offsets.data(), keys_at);
   if (count > 0) std::memcpy(cursor + keys_at, edges.keys.data(), bias_at - keys_at);
   if (bias_bytes > 0) std::memcpy(cursor + bias_at, edges.logit_bias.data(), bias_bytes);
@@ -118,33 +147,63 @@ absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
       static_cast<int32_t>(rows),
       bias_bytes > 0 ? reinterpret_cast<const float*>(base + bias_at) : nullptr};
   std::memcpy(cursor + view_at, &view, sizeof(view));
-  device.copy_(host, /*non_blocking=*/true);
-  CudaAttentionParams params{q.data_ptr(),
-                             k.data_ptr(),
-                             v.data_ptr(),
-                             out.data_ptr(),
-                             type,
-                             1,
-                             1,
-                             static_cast<int32_t>(q.size(0)),
-                             static_cast<int32_t>(k.size(0)),
-                             static_cast<int32_t>(q.size(1)),
-                             scale};
-  const cudaError_t status =
-      EdgeAttentionCuda(params, reinterpret_cast<const EdgeListView*>(base + view_at), stream);
-  if (status != cudaSuccess) {
-    return absl::InternalError(
-        absl::StrCat("edge attention on ", q.device().str(), ": ", cudaGetErrorString(status)));
+  uploaded.copy_(host, /*non_blocking=*/true);
+  return Launch(q, k, v, out, *type, reinterpret_cast<const EdgeListView*>(base + view_at), scale,
+                stream);
+}
+
+absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v, const DeviceHeadEdgeList& edges,
+                                       float scale, at::Tensor& out) {
+  const absl::StatusOr<CudaElementType> type = CheckOperands(q, k, v, out);
+  if (!type.ok()) return type.status();
+  for (const auto& [name, t, dtype] : {std::tuple<const char*, const at::Tensor&, at::ScalarType>{
+                                           "row_offsets", edges.row_offsets, at::kLong},
+                                       {"keys", edges.keys, at::kInt}}) {
+    if (!t.defined() || t.device() != q.device() || t.scalar_type() != dtype || t.dim() != 1 ||
+        !t.is_contiguous()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device edge list's ", name, " must be a contiguous vector of ",
+                       dtype == at::kLong ? "int64" : "int32", " on ", q.device().str()));
+    }
   }
-  return absl::OkStatus();
+  if (edges.rows() < 0 || edges.rows() > q.size(0) || edges.keys.numel() < edges.edges) {
+    return absl::InvalidArgumentError(absl::StrCat("device edge list of ", edges.rows(),
+                                                   " rows and ", edges.edges, " keys for ",
+                                                   q.size(0), " queries"));
+  }
+  const c10::cuda::CUDAGuard guard(q.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const EdgeListView view{edges.row_offsets.data_ptr<int64_t>(), edges.keys.data_ptr<int32_t>(),
+                          edges.rows(), nullptr};
+  const at::Tensor host = at::empty({static_cast<int64_t>(sizeof(view))},
+                                    at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  std::memcpy(host.data_ptr<uint8_t>(), &view, sizeof(view));
+  const at::Tensor uploaded =
+      at::empty({host.numel()}, q.options().dtype(at::kByte)).copy_(host, /*non_blocking=*/true);
+  return Launch(q, k, v, out, *type, reinterpret_cast<const EdgeListView*>(uploaded.data_ptr()),
+                scale, stream);
 }
 
 #else  // no CUDA LibTorch
 
-absl::Status EdgeAttentionHeadOnDevice(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                       const HeadEdgeList&, float, at::Tensor&) {
+namespace {
+
+absl::Status NoCuda() {
   return absl::FailedPreconditionError(
       "this build has no CUDA LibTorch (scripts/build --cuda builds one)");
+}
+
+}  // namespace
+
+absl::Status EdgeAttentionHeadOnDevice(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const HeadEdgeList&, float, at::Tensor&) {
+  return NoCuda();
+}
+
+absl::Status EdgeAttentionHeadOnDevice(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const DeviceHeadEdgeList&, float, at::Tensor&) {
+  return NoCuda();
 }
 
 #endif

@@ -24,6 +24,13 @@ absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
                                        const at::Tensor& v, const HeadEdgeList& edges, float scale,
                                        at::Tensor& out);
 
+// The same over a list already on q's device (DeviceHeadEdgeList), read in
+// place. Its shapes and device are checked; its keys, which only the device
+// holds, are trusted to lie in [0, k's length).
+absl::Status EdgeAttentionHeadOnDevice(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v, const DeviceHeadEdgeList& edges,
+                                       float scale, at::Tensor& out);
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_MODEL_ATTENTION_EDGE_ATTENTION_DEVICE_H_

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/attention/attention.h"
@@ -34,6 +35,17 @@ struct HeadEdgeList {
   int32_t rows() const { return static_cast<int32_t>(row_offsets.size()) - 1; }
 };
 
+// One head's list in a CUDA device's memory, as a planner that samples there
+// makes it (SBM's fastRG): row_offsets int64 [rows + 1] from 0 and keys int32
+// [edges], both on the device.
+struct DeviceHeadEdgeList {
+  at::Tensor row_offsets;
+  at::Tensor keys;
+  int64_t edges = 0;
+
+  int32_t rows() const { return static_cast<int32_t>(row_offsets.size(0)) - 1; }
+};
+
 // What an edge planner sees of one batch item at one layer.
 struct ItemPlanInput {
   // [heads, length, head_dim] each, float32 on the CPU, real tokens only:
@@ -52,6 +64,12 @@ class ItemEdgePlan {
   virtual ~ItemEdgePlan() = default;
   // Head `head`'s list; each head once, in any order.
   virtual HeadEdgeList Head(int32_t head) = 0;
+  // Head `head`'s list made in `device`'s memory where the planner can (SBM
+  // samples on a GPU), else nullopt and the caller takes Head(head) instead:
+  // each head once, by one of the two.
+  virtual std::optional<DeviceHeadEdgeList> HeadOnDevice(int32_t /*head*/, at::Device /*device*/) {
+    return std::nullopt;
+  }
   // What planning cost beyond the pairs (hashing, clustering, sampling),
   // complete once every head has been taken.
   virtual double planner_flops() const { return 0; }
@@ -92,7 +110,8 @@ HeadEdgeList UnionOfEdges(const std::vector<HeadEdgeList>& parts);
 // edge executor where the CPU has AVX512-BF16 (kernels/edge_attention_bf16.h,
 // its projections read in place), else in fp32 (its projections converted);
 // a CUDA model's on the CUDA edge executor in its own dtype, each head's list
-// planned on the host and copied up (model/attention/edge_attention_device.h).
+// made on the device where the plan can (HeadOnDevice), else planned on the
+// host and copied up (model/attention/edge_attention_device.h).
 // Planners see fp32 queries and keys on the host. Knobs are `native` with each item's
 // options over them.
 std::unique_ptr<AttentionMechanism> MakeEdgeAttention(AttentionKind kind,

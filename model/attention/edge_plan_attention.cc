@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "kernels/edge_attention.h"
@@ -86,6 +87,12 @@ class EdgePlanAttention final : public AttentionMechanism {
       const at::Tensor item_key = on_device ? key[b].contiguous() : at::Tensor();
       const at::Tensor item_value = on_device ? value[b].contiguous() : at::Tensor();
       for (int64_t h = 0; h < heads; ++h) {
+        if (on_device) {
+          cost.head_edges[h] =
+              AttendHeadOnDevice(*plan, static_cast<int32_t>(h), tokens, item_query[h], item_key[h],
+                                 item_value[h], scale, context[b][h]);
+          continue;
+        }
         const HeadEdgeList edges = plan->Head(static_cast<int32_t>(h));
         TORCH_CHECK(edges.rows() == tokens, name, " attention: head ", h, " planned ", edges.rows(),
                     " rows for ", tokens, " tokens");
@@ -93,14 +100,6 @@ class EdgePlanAttention final : public AttentionMechanism {
         const EdgeListView view{edges.row_offsets.data(), edges.keys.data(),
                                 static_cast<int32_t>(tokens),
                                 edges.logit_bias.empty() ? nullptr : edges.logit_bias.data()};
-        if (on_device) {
-          at::Tensor out = context[b][h];
-          const absl::Status status = EdgeAttentionHeadOnDevice(item_query[h], item_key[h],
-                                                                item_value[h], edges, scale, out);
-          TORCH_CHECK(status.ok(), name, " attention, item ", b, " head ", h, ": ",
-                      status.ToString());
-          continue;
-        }
         if (bf16) {
           AttendHeadBf16(query[b][h], key[b][h], value[b][h], view, scale, threads, context[b][h]);
           continue;
@@ -129,6 +128,31 @@ class EdgePlanAttention final : public AttentionMechanism {
   }
 
  private:
+  // One head on the CUDA device where q, k and v lie ([seq, head_dim] each,
+  // contiguous), its list made there if the plan can, else planned on the
+  // host and copied up; returns the head's edges.
+  static int64_t AttendHeadOnDevice(ItemEdgePlan& plan, int32_t head, int64_t tokens,
+                                    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    float scale, at::Tensor out) {
+    absl::Status status;
+    int64_t edges = 0;
+    int32_t rows = 0;
+    if (std::optional<DeviceHeadEdgeList> listed = plan.HeadOnDevice(head, q.device())) {
+      rows = listed->rows();
+      edges = listed->edges;
+      if (rows == tokens) status = EdgeAttentionHeadOnDevice(q, k, v, *listed, scale, out);
+    } else {
+      const HeadEdgeList list = plan.Head(head);
+      rows = list.rows();
+      edges = list.edges();
+      if (rows == tokens) status = EdgeAttentionHeadOnDevice(q, k, v, list, scale, out);
+    }
+    TORCH_CHECK(rows == tokens, "edge attention: head ", head, " planned ", rows, " rows for ",
+                tokens, " tokens");
+    TORCH_CHECK(status.ok(), "edge attention, head ", head, ": ", status.ToString());
+    return edges;
+  }
+
   // One head's [seq, head_dim] bf16 rows, read and written where they lie.
   static void AttendHeadBf16(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const EdgeListView& view, float scale, int threads, at::Tensor out) {

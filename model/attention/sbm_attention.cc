@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/sbm_sampling.h"
+#include "model/attention/sbm_device_sampling.h"
 #include "model/attention/sbm_planner.h"
 
 namespace docsparse {
@@ -37,6 +38,19 @@ class SbmItemEdgePlan final : public ItemEdgePlan {
     multigraph_edges_ += sampled.multigraph_edges;
     corrected_edges_ += static_cast<int64_t>(bias.size());
     return HeadEdgeList{std::move(sampled.row_offsets), std::move(sampled.keys), std::move(bias)};
+  }
+  // On a GPU the head is drawn there (the same graph), unless the inclusion
+  // correction asks for its biases, which the host computes from its list.
+  std::optional<DeviceHeadEdgeList> HeadOnDevice(int32_t head, at::Device device) override {
+    const SbmHeadSampler* sampler = planner_.sampler(head);
+    if (correct_ || !device.is_cuda() || sampler == nullptr) return std::nullopt;
+    absl::StatusOr<SampledDeviceHead> sampled =
+        SampleSbmHeadOnDevice(*sampler, planner_.HeadKey(head), device);
+    // Tables the GPU sampler does not take: the host draws the same graph.
+    if (!sampled.ok()) return std::nullopt;
+    multigraph_edges_ += sampled->multigraph_edges;
+    planner_.DropHead(head);
+    return std::move(sampled->list);
   }
   double planner_flops() const override {
     // The correction: p_ij (2k) and a log per edge, counted as 4.

@@ -79,6 +79,16 @@ class SbmHeadSampler {
   // the sampler draws edge ij. O(k) per edge, rows in parallel.
   void LogInverseInclusion(const SbmHeadEdges& edges, float* out) const;
 
+  // The tables Sample draws from, for sampling on a device
+  // (model/attention/sbm_device_sampling.h): λ [tokens], R = Q̂ S [tokens, k],
+  // κ [k], and each cluster's alias table over keys (PrepareSampling's).
+  int num_clusters() const { return k_; }
+  const double* row_rate() const { return row_rate_.data(); }
+  const float* row_profile() const { return row_profile_.data(); }
+  const double* key_mass() const { return key_mass_.data(); }
+  const AliasTable& key_alias(int cluster) const { return key_given_cluster_[cluster]; }
+  bool prepared() const { return static_cast<int>(key_given_cluster_.size()) == k_; }
+
  private:
   SbmHeadSampler() = default;
   // Appends row `row`'s distinct keys to `out`; returns the

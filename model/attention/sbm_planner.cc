@@ -215,9 +215,13 @@ void SbmLayerPlanner::PrepareSamplers() {
   });
 }
 
+uint64_t SbmLayerPlanner::HeadKey(int head) const {
+  return DeriveKey(layer_key_, static_cast<uint64_t>(head));
+}
+
 SbmHeadEdges SbmLayerPlanner::SampleHead(int head, std::vector<float>* inclusion_bias) {
   const SbmHeadSampler& sampler = *samplers_[head];
-  SbmHeadEdges edges = sampler.Sample(DeriveKey(layer_key_, static_cast<uint64_t>(head)));
+  SbmHeadEdges edges = sampler.Sample(HeadKey(head));
   if (inclusion_bias != nullptr) {
     // Edge ij is present with probability π = 1 − e^(−p_ij); weighting it
     // by 1/π (adding −log π to its score) makes the row's softmax a

@@ -107,8 +107,14 @@ class SbmLayerPlanner {
   // Rows come back ascending. With `inclusion_bias`, it gets −log π_ij per
   // edge (π_ij = 1 − e^(−p_ij), the edge's chance of being drawn).
   SbmHeadEdges SampleHead(int head, std::vector<float>* inclusion_bias = nullptr);
-  // The decided head's sampler (null before Decide or after SampleHead).
+  // The decided head's sampler (null before Decide or after SampleHead or
+  // DropHead).
   const SbmHeadSampler* sampler(int head) const { return samplers_[head].get(); }
+  // The stream key SampleHead draws head `head` with (for a device sampler
+  // drawing the same graph).
+  uint64_t HeadKey(int head) const;
+  // Frees head `head`'s tables once it was sampled elsewhere (on a device).
+  void DropHead(int head) { samplers_[head].reset(); }
 
  private:
   struct Evaluation {
