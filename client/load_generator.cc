@@ -33,6 +33,7 @@ RequestSample FromCost(const v1::CostReport& cost) {
   sample.input_tokens = cost.input_tokens();
   sample.queue_ms = cost.timings().queue_ms();
   sample.inference_ms = cost.timings().inference_ms();
+  sample.device_ms = cost.timings().device_ms();
   sample.density = cost.mean_density();
   sample.attention_flops = cost.attention_flops();
   sample.total_flops = cost.total_flops();

@@ -25,6 +25,7 @@ void SampleAccumulator::Add(const RequestSample& s) {
   tokens_ += static_cast<double>(s.input_tokens);
   queue_ms_ += s.queue_ms;
   inference_ms_ += s.inference_ms;
+  device_ms_ += s.device_ms;
   density_ += s.density;
   attention_flops_ += s.attention_flops;
   total_flops_ += s.total_flops;
@@ -36,6 +37,7 @@ void SampleAccumulator::Merge(const SampleAccumulator& o) {
   tokens_ += o.tokens_;
   queue_ms_ += o.queue_ms_;
   inference_ms_ += o.inference_ms_;
+  device_ms_ += o.device_ms_;
   density_ += o.density_;
   attention_flops_ += o.attention_flops_;
   total_flops_ += o.total_flops_;
@@ -60,6 +62,7 @@ void SampleAccumulator::Summarize(double elapsed_s, LoadReport* report) const {
   report->mean_input_tokens = tokens_ / n;
   report->mean_queue_ms = queue_ms_ / n;
   report->mean_inference_ms = inference_ms_ / n;
+  report->mean_device_ms = device_ms_ / n;
   report->mean_density = density_ / n;
   report->mean_attention_gflops = attention_flops_ / n / 1e9;
   report->mean_total_gflops = total_flops_ / n / 1e9;
@@ -86,8 +89,10 @@ std::string FormatLoadReport(const LoadReport& r) {
   absl::StrAppendFormat(&out, "  latency ms    p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  mean %.1f\n",
                         r.latency.p50_ms, r.latency.p95_ms, r.latency.p99_ms, r.latency.max_ms,
                         r.latency.mean_ms);
-  absl::StrAppendFormat(&out, "  server ms     queue %.1f  inference %.1f (means)\n",
-                        r.mean_queue_ms, r.mean_inference_ms);
+  absl::StrAppendFormat(&out, "  server ms     queue %.1f  inference %.1f", r.mean_queue_ms,
+                        r.mean_inference_ms);
+  if (r.mean_device_ms > 0) absl::StrAppendFormat(&out, "  on the GPU %.1f", r.mean_device_ms);
+  absl::StrAppend(&out, " (means)\n");
   absl::StrAppendFormat(&out, "  tokens        %.0f per request (mean)\n", r.mean_input_tokens);
   absl::StrAppendFormat(&out, "  density       %.4f (mean)\n", r.mean_density);
   absl::StrAppendFormat(&out, "  GFLOP/request attention %.4g, total %.4g (means)\n",
@@ -123,6 +128,7 @@ std::string LoadReportToJson(const LoadReport& r) {
                         {"mean", r.latency.mean_ms}};
   json["mean_queue_ms"] = r.mean_queue_ms;
   json["mean_inference_ms"] = r.mean_inference_ms;
+  json["mean_device_ms"] = r.mean_device_ms;
   json["mean_input_tokens"] = r.mean_input_tokens;
   json["mean_density"] = r.mean_density;
   json["mean_attention_gflops"] = r.mean_attention_gflops;

@@ -17,6 +17,7 @@ struct RequestSample {
   int64_t input_tokens = 0;
   double queue_ms = 0;
   double inference_ms = 0;
+  double device_ms = 0;  // a GPU server's; 0 on the CPU
   double density = 0;
   double attention_flops = 0;
   double total_flops = 0;
@@ -66,6 +67,7 @@ struct LoadReport {
   LatencySummary latency;
   double mean_queue_ms = 0;
   double mean_inference_ms = 0;
+  double mean_device_ms = 0;  // 0 unless the server runs on a GPU
   double mean_density = 0;
   double mean_attention_gflops = 0;
   double mean_total_gflops = 0;
@@ -91,6 +93,7 @@ class SampleAccumulator {
   double tokens_ = 0;
   double queue_ms_ = 0;
   double inference_ms_ = 0;
+  double device_ms_ = 0;
   double density_ = 0;
   double attention_flops_ = 0;
   double total_flops_ = 0;

@@ -88,6 +88,7 @@ std::string FormatCostReport(const v1::CostReport& cost) {
   if (cost.generated_tokens() > 0) {
     absl::StrAppendFormat(&out, ", first token %.1f ms", t.time_to_first_token_ms());
   }
+  if (t.device_ms() > 0) absl::StrAppendFormat(&out, ", on the GPU %.1f ms", t.device_ms());
   absl::StrAppend(&out, "\n");
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "model/attention/compute_device.h"
 
 namespace docsparse {
 
@@ -141,9 +142,14 @@ void EncoderBatchRunner::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
   EncodeResult shared;
   shared.batch_size = static_cast<int>(batch.size());
   shared.started = BatchClock::now();
+  DeviceStopwatch device_time(encoder_.encoder().device());
   absl::StatusOr<PooledSequences> pooled =
       encoder_.EncodeSequences(sequences, costs, attention, sequence_abandoned);
+  shared.device_seconds = device_time.Stop();
   shared.finished = BatchClock::now();
+  if (shared.device_seconds.has_value() && on_device_seconds_) {
+    on_device_seconds_(*shared.device_seconds);
+  }
   int64_t row = 0;
   for (size_t j = 0; j < batch.size(); ++j) {
     EncodeJob* job = batch[j].get();

@@ -37,6 +37,9 @@ struct EncodeResult {
   int batch_size = 0;      // requests in the batch
   BatchClock::time_point started;
   BatchClock::time_point finished;
+  // A GPU model's: the batch's time on the device (DeviceStopwatch); unset on
+  // the CPU.
+  std::optional<double> device_seconds;
 };
 
 // One request's encoder work.
@@ -94,15 +97,20 @@ class BatchRunner {
 class EncoderBatchRunner final : public BatchRunner {
  public:
   // Borrows `encoder`, which must outlive the runner. `on_stopped` (may be
-  // empty) hears of each job stopped during its computation.
+  // empty) hears of each job stopped during its computation,
+  // `on_device_seconds` (may be empty) of each batch's time on a GPU.
   explicit EncoderBatchRunner(const TextEncoder& encoder,
-                              std::function<void(DropReason reason)> on_stopped = nullptr)
-      : encoder_(encoder), on_stopped_(std::move(on_stopped)) {}
+                              std::function<void(DropReason reason)> on_stopped = nullptr,
+                              std::function<void(double seconds)> on_device_seconds = nullptr)
+      : encoder_(encoder),
+        on_stopped_(std::move(on_stopped)),
+        on_device_seconds_(std::move(on_device_seconds)) {}
   void Run(std::vector<std::unique_ptr<EncodeJob>> batch) override;
 
  private:
   const TextEncoder& encoder_;
   const std::function<void(DropReason)> on_stopped_;
+  const std::function<void(double)> on_device_seconds_;
 };
 
 // Callbacks for metrics; any may be empty.

@@ -45,7 +45,7 @@ void FillCostReport(const CostAccount& account, AttentionKind kind, bool sampled
 }
 
 std::vector<std::pair<std::string, std::string>> CostMetadata(const v1::CostReport& cost) {
-  return {
+  std::vector<std::pair<std::string, std::string>> metadata = {
       {"x-docsparse-density", absl::StrFormat("%.6g", cost.mean_density())},
       {"x-docsparse-attention-gflops", absl::StrFormat("%.6g", cost.attention_flops() / 1e9)},
       {"x-docsparse-total-gflops", absl::StrFormat("%.6g", cost.total_flops() / 1e9)},
@@ -58,6 +58,12 @@ std::vector<std::pair<std::string, std::string>> CostMetadata(const v1::CostRepo
       {"x-docsparse-inference-ms", absl::StrFormat("%.3f", cost.timings().inference_ms())},
       {"x-docsparse-total-ms", absl::StrFormat("%.3f", cost.timings().total_ms())},
   };
+  // A GPU server's only.
+  if (cost.timings().device_ms() > 0) {
+    metadata.emplace_back("x-docsparse-device-ms",
+                          absl::StrFormat("%.3f", cost.timings().device_ms()));
+  }
+  return metadata;
 }
 
 v1::CostReport CombineCostReports(const std::vector<const v1::CostReport*>& reports) {
@@ -83,6 +89,7 @@ v1::CostReport CombineCostReports(const std::vector<const v1::CostReport*>& repo
     timings.set_queue_ms(std::max(timings.queue_ms(), report->timings().queue_ms()));
     timings.set_tokenize_ms(std::max(timings.tokenize_ms(), report->timings().tokenize_ms()));
     timings.set_inference_ms(std::max(timings.inference_ms(), report->timings().inference_ms()));
+    timings.set_device_ms(std::max(timings.device_ms(), report->timings().device_ms()));
     timings.set_total_ms(std::max(timings.total_ms(), report->timings().total_ms()));
     density += report->mean_density();
   }

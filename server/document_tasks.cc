@@ -111,6 +111,7 @@ absl::Status FinishCost(const JobContext& context, const v1::SparsityBudget& bud
   timings->set_tokenize_ms(context.tokenize_ms);
   timings->set_queue_ms(Milliseconds(result.started - job.pending.enqueued));
   timings->set_inference_ms(Milliseconds(result.finished - result.started));
+  if (result.device_seconds.has_value()) timings->set_device_ms(*result.device_seconds * 1e3);
   timings->set_total_ms(Milliseconds(BatchClock::now() - context.received));
   if (options.return_mask_map()) {
     const int resolution = options.mask_map_resolution() > 0 ? options.mask_map_resolution() : 64;

@@ -218,6 +218,11 @@ struct Families {
                                  .Help("Requests whose decoding stopped early: the client "
                                        "cancelled or the deadline passed.")
                                  .Register(registry)),
+        gpu_seconds(BuildCounter()
+                        .Name("docsparse_gpu_seconds_total")
+                        .Help("Time the model's batches took on the GPU (CUDA events around each "
+                              "batch on its stream; gaps waiting for the host included).")
+                        .Register(registry)),
         model_load(BuildGauge()
                        .Name("docsparse_model_load_seconds")
                        .Help("Time it took to load the model.")
@@ -245,6 +250,7 @@ struct Families {
   Family<Histogram>& time_to_first_token;
   Family<Histogram>& decode_step;
   Family<Counter>& generation_cancelled;
+  Family<Counter>& gpu_seconds;
   Family<Gauge>& model_load;
 };
 
@@ -299,6 +305,7 @@ struct ModelSeries {
   std::array<SeriesSlot<Counter>, kDropReasonCount> stopped;  // kQueueFull stays unused
   SeriesSlot<Histogram> decode_step;
   std::array<SeriesSlot<Counter>, kGenerationStopCount> generation_stopped;
+  SeriesSlot<Counter> gpu_seconds;
 };
 
 }  // namespace metrics_internal
@@ -455,6 +462,7 @@ class SeriesOf {
   Histogram& DecodeStep() {
     return series_.decode_step.Get(families_.decode_step, ModelOnly(), StepSecondsBuckets());
   }
+  Counter& GpuSeconds() { return series_.gpu_seconds.Get(families_.gpu_seconds, ModelOnly()); }
   Counter& GenerationStopped(GenerationStop stop) {
     return series_.generation_stopped[static_cast<size_t>(stop)].Get(
         families_.generation_cancelled,
@@ -555,6 +563,10 @@ void ModelMetrics::ObserveDecodeStep(double seconds) {
   ObserveNumber(SeriesOf(families_, model_, *series_).DecodeStep(), seconds);
 }
 
+void ModelMetrics::ObserveDeviceSeconds(double seconds) {
+  AddPositive(SeriesOf(families_, model_, *series_).GpuSeconds(), seconds);
+}
+
 void ModelMetrics::CountGenerationStopped(GenerationStop stop) {
   SeriesOf(families_, model_, *series_).GenerationStopped(stop).Increment();
 }
@@ -601,11 +613,11 @@ std::vector<prometheus::MetricFamily> LabelCacheFamilies(
 }
 
 // A family of one gauge read at this scrape, with `labels`.
-prometheus::MetricFamily OneGauge(std::string name, std::string help, int64_t value,
+prometheus::MetricFamily OneGauge(std::string name, std::string help, double value,
                                   std::vector<prometheus::ClientMetric::Label> labels = {}) {
   prometheus::ClientMetric metric;
   metric.label = std::move(labels);
-  metric.gauge.value = static_cast<double>(value);
+  metric.gauge.value = value;
   return prometheus::MetricFamily{
       std::move(name), std::move(help), prometheus::MetricType::Gauge, {std::move(metric)}};
 }
@@ -614,7 +626,7 @@ prometheus::MetricFamily OneGauge(std::string name, std::string help, int64_t va
 // RSS alone is not enough).
 std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory) {
   const auto gauge = [](std::string name, std::string help, int64_t value) {
-    return OneGauge(std::move(name), std::move(help), value);
+    return OneGauge(std::move(name), std::move(help), static_cast<double>(value));
   };
   return {
       gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
@@ -629,20 +641,28 @@ std::vector<prometheus::MetricFamily> MemoryFamilies(const ProcessMemory& memory
   };
 }
 
-// The GPU's memory at this scrape.
-std::vector<prometheus::MetricFamily> DeviceMemoryFamilies(const std::string& device,
-                                                           const DeviceMemoryReading& memory) {
-  const auto gauge = [&device](std::string name, std::string help, int64_t value) {
+// The GPU's memory and utilisation at this scrape.
+std::vector<prometheus::MetricFamily> DeviceFamilies(const std::string& device,
+                                                     const DeviceReading& memory) {
+  const auto gauge = [&device](std::string name, std::string help, double value) {
     return OneGauge(std::move(name), std::move(help), value, {{"device", device}});
   };
-  return {
+  std::vector<prometheus::MetricFamily> families = {
       gauge("docsparse_gpu_memory_allocated_bytes", "GPU memory held by live tensors.",
-            memory.allocated_bytes),
+            static_cast<double>(memory.allocated_bytes)),
       gauge("docsparse_gpu_memory_reserved_bytes",
             "GPU memory held by LibTorch's caching allocator (allocated plus cached blocks).",
-            memory.reserved_bytes),
-      gauge("docsparse_gpu_memory_total_bytes", "The GPU's memory.", memory.total_bytes),
+            static_cast<double>(memory.reserved_bytes)),
+      gauge("docsparse_gpu_memory_total_bytes", "The GPU's memory.",
+            static_cast<double>(memory.total_bytes)),
   };
+  if (memory.utilization >= 0) {
+    families.push_back(gauge("docsparse_gpu_utilization_ratio",
+                             "Fraction of the driver's last sample period (1/6 s to 1 s) in which "
+                             "a kernel ran on the GPU, from any process (NVML).",
+                             memory.utilization));
+  }
+  return families;
 }
 
 }  // namespace
@@ -688,11 +708,10 @@ void Metrics::SetLabelCacheSource(const std::string& model,
   label_caches_[model] = std::move(read);
 }
 
-void Metrics::SetDeviceMemorySource(const std::string& device,
-                                    std::function<DeviceMemoryReading()> read) {
+void Metrics::SetDeviceSource(const std::string& device, std::function<DeviceReading()> read) {
   MutexLock lock(&mu_);
   device_ = device;
-  device_memory_ = std::move(read);
+  device_reading_ = std::move(read);
 }
 
 ModelMetrics* Metrics::Find(std::string_view model) const {
@@ -710,8 +729,8 @@ std::string Metrics::Render() const {
     families.push_back(std::move(family));
   }
   MutexLock lock(&mu_);
-  if (device_memory_) {
-    for (prometheus::MetricFamily& family : DeviceMemoryFamilies(device_, device_memory_())) {
+  if (device_reading_) {
+    for (prometheus::MetricFamily& family : DeviceFamilies(device_, device_reading_())) {
       families.push_back(std::move(family));
     }
   }

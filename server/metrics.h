@@ -104,6 +104,9 @@ class ModelMetrics {
   void CountStopped(DropReason reason);
   // decode_step_seconds: one decoder step over all rows decoding together.
   void ObserveDecodeStep(double seconds);
+  // gpu_seconds_total: one batch's time on the GPU (a GPU server only: the
+  // series appears at the first batch).
+  void ObserveDeviceSeconds(double seconds);
   // generation_cancelled_total: a request's decoding stopped early (it is
   // also counted by ObserveRequest with the status it was answered with).
   void CountGenerationStopped(GenerationStop stop);
@@ -140,10 +143,13 @@ struct LabelCacheReading {
 };
 
 // The GPU the models run on, as the metrics read it at each scrape.
-struct DeviceMemoryReading {
+struct DeviceReading {
   int64_t allocated_bytes = 0;  // held by live tensors
   int64_t reserved_bytes = 0;   // held by LibTorch's caching allocator
   int64_t total_bytes = 0;      // the device's memory
+  // Fraction of the driver's last sample period with a kernel running (NVML),
+  // or below zero when unknown (no series then).
+  double utilization = -1;
 };
 
 // The whole exposition: every model's series plus build_info.
@@ -174,10 +180,10 @@ class Metrics {
   void SetLabelCacheSource(const std::string& model, std::function<LabelCacheReading()> read)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // docsparse_gpu_memory_{allocated,reserved,total}_bytes{device}: `read`
-  // is called at every scrape, as for SetLabelCacheSource. Unset on a CPU
-  // server: no GPU series.
-  void SetDeviceMemorySource(const std::string& device, std::function<DeviceMemoryReading()> read)
+  // docsparse_gpu_memory_{allocated,reserved,total}_bytes{device} and
+  // docsparse_gpu_utilization_ratio{device}: `read` is called at every
+  // scrape, as for SetLabelCacheSource. Unset on a CPU server: no GPU series.
+  void SetDeviceSource(const std::string& device, std::function<DeviceReading()> read)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The handle for requests naming no loaded model (label model="unknown");
@@ -203,7 +209,7 @@ class Metrics {
   std::map<std::string, prometheus::Gauge*> compute_info_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::function<LabelCacheReading()>> label_caches_ ABSL_GUARDED_BY(mu_);
   std::string device_ ABSL_GUARDED_BY(mu_);
-  std::function<DeviceMemoryReading()> device_memory_ ABSL_GUARDED_BY(mu_);
+  std::function<DeviceReading()> device_reading_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace docsparse

@@ -41,14 +41,20 @@ ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
         summarizer.on_generation_stopped = [handle](GenerationStop stop) {
           handle->CountGenerationStopped(stop);
         };
+        summarizer.on_device_seconds = [handle](double seconds) {
+          handle->ObserveDeviceSeconds(seconds);
+        };
       }
       runner = std::make_unique<SummarizerBatchRunner>(*model->seq2seq, std::move(summarizer));
     } else {
       std::function<void(DropReason)> on_stopped;
+      std::function<void(double)> on_device_seconds;
       if (handle != nullptr) {
         on_stopped = [handle](DropReason reason) { handle->CountStopped(reason); };
+        on_device_seconds = [handle](double seconds) { handle->ObserveDeviceSeconds(seconds); };
       }
-      runner = std::make_unique<EncoderBatchRunner>(*model->text, std::move(on_stopped));
+      runner = std::make_unique<EncoderBatchRunner>(*model->text, std::move(on_stopped),
+                                                    std::move(on_device_seconds));
     }
     batchers_.emplace(model->name,
                       std::make_unique<Batcher>(std::move(runner), limits,

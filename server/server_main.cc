@@ -222,12 +222,15 @@ int Serve() {
 
   Metrics metrics(DOCSPARSE_VERSION);
   if (device->is_cuda()) {
-    metrics.SetDeviceMemorySource(device->str(), [device = *device] {
+    metrics.SetDeviceSource(device->str(), [device = *device] {
       const std::optional<DeviceMemory> memory = ReadDeviceMemory(device);
-      DeviceMemoryReading reading;
+      DeviceReading reading;
       if (memory.has_value()) {
-        reading = {memory->allocated_bytes, memory->reserved_bytes, memory->total_bytes};
+        reading.allocated_bytes = memory->allocated_bytes;
+        reading.reserved_bytes = memory->reserved_bytes;
+        reading.total_bytes = memory->total_bytes;
       }
+      reading.utilization = ReadDeviceUtilization(device).value_or(-1);
       return reading;
     });
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/attention/compute_device.h"
 #include "model/seq2seq/generator.h"
 #include "server/metered_decoder_stepper.h"
 
@@ -105,13 +106,18 @@ void SummarizerBatchRunner::Run(std::vector<std::unique_ptr<EncodeJob>> batch) {
   if (runnable.empty()) return;
   std::vector<std::optional<GenerationStop>> stopped(runnable.size());
   absl::Status status;
+  DeviceStopwatch device_time(model_.device());
   try {
     status = EncodeAndGenerate(model_, hooks_, runnable, shared.started, &stopped);
   } catch (const c10::Error& error) {
     status =
         absl::InternalError(absl::StrCat("summarization failed: ", error.what_without_backtrace()));
   }
+  shared.device_seconds = device_time.Stop();
   shared.finished = BatchClock::now();
+  if (shared.device_seconds.has_value() && hooks_.on_device_seconds) {
+    hooks_.on_device_seconds(*shared.device_seconds);
+  }
   for (size_t i = 0; i < runnable.size(); ++i) {
     EncodeJob& job = *runnable[i];
     if (!status.ok()) {

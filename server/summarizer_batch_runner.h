@@ -21,6 +21,8 @@ namespace docsparse {
 struct SummarizerHooks {
   std::function<void(double seconds)> on_decode_step;
   std::function<void(GenerationStop stop)> on_generation_stopped;
+  // Each batch's time on a GPU (unset on the CPU: not called).
+  std::function<void(double seconds)> on_device_seconds;
 };
 
 class SummarizerBatchRunner final : public BatchRunner {

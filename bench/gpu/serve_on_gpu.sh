@@ -3,7 +3,8 @@
 # minilm-lsg documents/s at 4,096 and 16,384 tokens with dynamic batching on
 # (max_batch_size 16) and off (1), LSG against dense attention on the same
 # model, p50/p99 at a fixed offered load, and an LSG-BART-base-shaped
-# summarizer at 16,384 tokens (greedy, 128 new tokens). One JSON line per
+# summarizer at 16,384 tokens (greedy, 128 new tokens), and minilm-sbm at a 5%
+# density cap at both lengths. One JSON line per
 # case on stdout; logs and the lines under $OUT.
 #
 #   bench/gpu/serve_on_gpu.sh STAGE [SECONDS]
@@ -70,8 +71,8 @@ start_server() { # MODEL MAX_BATCH
 
 stop_server() {
   python3 -c "import urllib.request; print(urllib.request.urlopen('http://$metrics/metrics').read().decode())" |
-    grep -E '^docsparse_gpu_memory' >"$out/gpu-memory-$1.txt" || true
-  cat "$out/gpu-memory-$1.txt" >&2
+    grep -E '^docsparse_gpu_(memory|utilization|seconds)' >"$out/gpu-metrics-$1.txt" || true
+  cat "$out/gpu-metrics-$1.txt" >&2
   kill -TERM "$server_pid" 2>/dev/null
   wait "$server_pid" 2>/dev/null
   rm -rf /tmp/one-model
@@ -94,6 +95,8 @@ print(json.dumps({'case': '$name', 'task': '$task', 'tokens': $tokens, 'concurre
                   'tokens_per_s': round(r['tokens_per_s']),
                   'p50_ms': round(l['p50'], 1), 'p99_ms': round(l['p99'], 1),
                   'mean_batch_size': round(r['mean_batch_size'], 2),
+                  'mean_inference_ms': round(r['mean_inference_ms'], 1),
+                  'mean_device_ms': round(r['mean_device_ms'], 1),
                   'mean_total_gflops': round(r['mean_total_gflops'], 1)}))" | tee -a "$results"
 }
 
@@ -129,6 +132,14 @@ stop_server minilm-lsg
 
 minilm_cases 1
 stop_server minilm-lsg-batch1
+
+# minilm-sbm alone at a 5% density cap: SBM's planning on the host, its
+# sampling (GPU fastRG) and edge attention on the device.
+start_server minilm-sbm 1 || exit 1
+load warm embed 4096 4 3 --max_density 0.05 >/dev/null
+load sbm-4k-density5 embed 4096 8 "$seconds" --max_density 0.05
+load sbm-16k-density5 embed 16384 4 "$seconds" --max_density 0.05
+stop_server minilm-sbm
 
 # LSG-BART-base shape at 16,384 tokens (truncated to the model's window).
 start_server lsg-bart-16k 4 || exit 1

@@ -1,5 +1,6 @@
 #include "model/attention/compute_device.h"
 
+#include <array>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -12,6 +13,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #endif
 
 namespace docsparse {
@@ -103,6 +105,133 @@ std::optional<DeviceMemory> ReadDeviceMemory(at::Device device) {
   return memory;
 #else
   (void)device;
+  return std::nullopt;
+#endif
+}
+
+#if defined(DOCSPARSE_CUDA_TORCH)
+namespace {
+
+// The few NVML entry points the utilisation needs, by their C ABI (nvml.h is
+// not part of the CUDA toolkit the build uses): NVML_SUCCESS is 0, a device
+// handle is opaque, nvmlUtilization_t is two unsigned percentages.
+struct NvmlUtilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+using NvmlDevice = struct NvmlDeviceOpaque*;
+constexpr int kNvmlSuccess = 0;
+
+class Nvml {
+ public:
+  // Loaded once; null when the driver's library is missing or fails to start.
+  static const Nvml* Get() {
+    static const Nvml* const nvml = Load();
+    return nvml;
+  }
+
+  std::optional<double> Utilization(int cuda_index) const {
+    // CUDA's and NVML's device numbers differ under CUDA_VISIBLE_DEVICES: the
+    // PCI bus id is common to both.
+    std::array<char, 32> bus_id{};
+    if (cudaDeviceGetPCIBusId(bus_id.data(), static_cast<int>(bus_id.size()), cuda_index) !=
+        cudaSuccess) {
+      return std::nullopt;
+    }
+    NvmlDevice device = nullptr;
+    NvmlUtilization rates{};
+    if (handle_by_bus_id_(bus_id.data(), &device) != kNvmlSuccess ||
+        utilization_(device, &rates) != kNvmlSuccess) {
+      return std::nullopt;
+    }
+    return rates.gpu / 100.0;
+  }
+
+ private:
+  using Init = int (*)();
+  using HandleByBusId = int (*)(const char*, NvmlDevice*);
+  using UtilizationRates = int (*)(NvmlDevice, NvmlUtilization*);
+
+  static const Nvml* Load() {
+    void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return nullptr;
+    const auto init = reinterpret_cast<Init>(dlsym(library, "nvmlInit_v2"));
+    auto* nvml = new Nvml;
+    nvml->handle_by_bus_id_ =
+        reinterpret_cast<HandleByBusId>(dlsym(library, "nvmlDeviceGetHandleByPciBusId_v2"));
+    nvml->utilization_ =
+        reinterpret_cast<UtilizationRates>(dlsym(library, "nvmlDeviceGetUtilizationRates"));
+    if (init == nullptr || nvml->handle_by_bus_id_ == nullptr || nvml->utilization_ == nullptr ||
+        init() != kNvmlSuccess) {
+      delete nvml;
+      return nullptr;
+    }
+    return nvml;  // kept for the process's life, as the library is
+  }
+
+  HandleByBusId handle_by_bus_id_ = nullptr;
+  UtilizationRates utilization_ = nullptr;
+};
+
+}  // namespace
+#endif
+
+std::optional<double> ReadDeviceUtilization(at::Device device) {
+#if defined(DOCSPARSE_CUDA_TORCH)
+  if (!device.is_cuda()) return std::nullopt;
+  const Nvml* nvml = Nvml::Get();
+  if (nvml == nullptr) return std::nullopt;
+  return nvml->Utilization(device.index() < 0 ? 0 : device.index());
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+#if defined(DOCSPARSE_CUDA_TORCH)
+struct DeviceStopwatch::Events {
+  explicit Events(at::Device device)
+      : guard(device), stream(at::cuda::getCurrentCUDAStream(device.index())) {}
+  ~Events() {
+    if (start != nullptr) cudaEventDestroy(start);
+    if (end != nullptr) cudaEventDestroy(end);
+  }
+  c10::cuda::CUDAGuard guard;
+  cudaStream_t stream;
+  cudaEvent_t start = nullptr;
+  cudaEvent_t end = nullptr;
+  bool ok = false;
+};
+#else
+struct DeviceStopwatch::Events {};
+#endif
+
+DeviceStopwatch::DeviceStopwatch(at::Device device) {
+#if defined(DOCSPARSE_CUDA_TORCH)
+  if (!device.is_cuda()) return;
+  events_ = std::make_unique<Events>(device);
+  events_->ok = cudaEventCreate(&events_->start) == cudaSuccess &&
+                cudaEventCreate(&events_->end) == cudaSuccess &&
+                cudaEventRecord(events_->start, events_->stream) == cudaSuccess;
+#else
+  (void)device;
+#endif
+}
+
+DeviceStopwatch::~DeviceStopwatch() = default;
+
+std::optional<double> DeviceStopwatch::Stop() {
+#if defined(DOCSPARSE_CUDA_TORCH)
+  if (events_ == nullptr || !events_->ok) return std::nullopt;
+  events_->ok = false;
+  float milliseconds = 0;
+  if (cudaEventRecord(events_->end, events_->stream) != cudaSuccess ||
+      cudaEventSynchronize(events_->end) != cudaSuccess ||
+      cudaEventElapsedTime(&milliseconds, events_->start, events_->end) != cudaSuccess) {
+    return std::nullopt;
+  }
+  return milliseconds / 1e3;
+#else
   return std::nullopt;
 #endif
 }

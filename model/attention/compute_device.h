@@ -53,6 +53,36 @@ struct DeviceMemory {
 // Unset on the CPU and in a build without CUDA.
 std::optional<DeviceMemory> ReadDeviceMemory(at::Device device);
 
+// The fraction of the driver's last sample period (1/6 s to 1 s) in which a
+// kernel ran on `device`, from any process, as NVML reports it (the driver's
+// libnvidia-ml, loaded at the first call: nothing to link, and a machine
+// without it only loses this reading). Unset on the CPU, in a build without
+// CUDA, or where NVML does not answer.
+std::optional<double> ReadDeviceUtilization(at::Device device);
+
+// How long a piece of work took on a CUDA device: CUDA events recorded on the
+// thread's current stream at construction and at Stop. That is the stream's
+// time from the first to the last of the work, gaps in which the device
+// waited for the host included: for a host-bound batch it is close to the
+// wall time, for a device-bound one it includes the device's queue that the
+// host's clock would not see. Nothing on the CPU.
+class DeviceStopwatch {
+ public:
+  explicit DeviceStopwatch(at::Device device);
+  ~DeviceStopwatch();
+  DeviceStopwatch(const DeviceStopwatch&) = delete;
+  DeviceStopwatch& operator=(const DeviceStopwatch&) = delete;
+
+  // Waits for the work queued on the stream so far and returns its seconds
+  // since construction; unset on the CPU, if a CUDA call failed, or on a
+  // second call.
+  std::optional<double> Stop();
+
+ private:
+  struct Events;
+  std::unique_ptr<Events> events_;
+};
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_MODEL_ATTENTION_COMPUTE_DEVICE_H_

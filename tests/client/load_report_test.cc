@@ -30,6 +30,7 @@ TEST(LoadReportTest, SummarizesSamplesOfSeveralWorkers) {
     sample.input_tokens = 100;
     sample.queue_ms = i;
     sample.inference_ms = 2 * i;
+    sample.device_ms = i;
     sample.density = 0.25 * (i + 1);
     sample.attention_flops = 1e9;
     sample.total_flops = 4e9;
@@ -49,6 +50,7 @@ TEST(LoadReportTest, SummarizesSamplesOfSeveralWorkers) {
   EXPECT_DOUBLE_EQ(report.latency.mean_ms, 25);
   EXPECT_DOUBLE_EQ(report.mean_queue_ms, 1.5);
   EXPECT_DOUBLE_EQ(report.mean_inference_ms, 3);
+  EXPECT_DOUBLE_EQ(report.mean_device_ms, 1.5);
   EXPECT_DOUBLE_EQ(report.mean_density, 0.625);
   EXPECT_DOUBLE_EQ(report.mean_attention_gflops, 1);
   EXPECT_DOUBLE_EQ(report.mean_total_gflops, 4);
@@ -104,9 +106,9 @@ TEST(LoadReportTest, JsonHasTheSameFigures) {
   EXPECT_EQ(json["arrivals"], "poisson");
   EXPECT_EQ(json["errors_by_code"]["DEADLINE_EXCEEDED"], 2);
   EXPECT_DOUBLE_EQ(json["latency_ms"]["p99"].get<double>(), 12.5);
-  for (const char* key :
-       {"requests_per_s", "tokens_per_s", "mean_queue_ms", "mean_inference_ms", "mean_density",
-        "mean_attention_gflops", "mean_total_gflops", "mean_batch_size", "elapsed_s"}) {
+  for (const char* key : {"requests_per_s", "tokens_per_s", "mean_queue_ms", "mean_inference_ms",
+                          "mean_device_ms", "mean_density", "mean_attention_gflops",
+                          "mean_total_gflops", "mean_batch_size", "elapsed_s"}) {
     EXPECT_TRUE(json.contains(key)) << key;
   }
 }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace docsparse {
 namespace {
 
@@ -29,6 +32,26 @@ TEST(CostReportTest, CopiesEveryFigureOfTheAccount) {
   EXPECT_DOUBLE_EQ(report.attention_flops(), account.AttentionFlops());
   EXPECT_DOUBLE_EQ(report.total_flops(), account.TotalFlops());
   EXPECT_DOUBLE_EQ(report.dense_equivalent_flops(), account.DenseEquivalentFlops());
+}
+
+TEST(CostReportTest, DeviceTimeIsInTheMetadataOnlyOnAGpu) {
+  v1::CostReport cpu;
+  cpu.mutable_timings()->set_inference_ms(12);
+  const auto names = [](const v1::CostReport& report) {
+    std::map<std::string, std::string> pairs;
+    for (auto& [key, value] : CostMetadata(report)) pairs[key] = value;
+    return pairs;
+  };
+  EXPECT_EQ(names(cpu).count("x-docsparse-device-ms"), 0u);
+  EXPECT_EQ(names(cpu).at("x-docsparse-inference-ms"), "12.000");
+  v1::CostReport gpu = cpu;
+  gpu.mutable_timings()->set_device_ms(7.25);
+  EXPECT_EQ(names(gpu).at("x-docsparse-device-ms"), "7.250");
+  // Windows of one document batched apart: the longest batch's, as for
+  // inference_ms.
+  v1::CostReport other = gpu;
+  other.mutable_timings()->set_device_ms(9.5);
+  EXPECT_DOUBLE_EQ(CombineCostReports({&gpu, &other}).timings().device_ms(), 9.5);
 }
 
 }  // namespace

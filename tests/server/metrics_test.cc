@@ -370,11 +370,19 @@ TEST(MetricsTest, GpuMemoryShowsOnlyWithADeviceSource) {
   metrics.RegisterModel("minilm", "lsg", 1.0);
   EXPECT_FALSE(Render(metrics).types().count("docsparse_gpu_memory_allocated_bytes"));
   int64_t allocated = 100;
-  metrics.SetDeviceMemorySource("cuda:0", [&allocated] {
-    return DeviceMemoryReading{allocated, 4096, 80LL << 30};
+  double utilization = -1;  // NVML did not answer
+  metrics.SetDeviceSource("cuda:0", [&allocated, &utilization] {
+    DeviceReading reading{allocated, 4096, 80LL << 30};
+    reading.utilization = utilization;
+    return reading;
   });
   allocated = 2048;  // read at the scrape, not when set
+  EXPECT_FALSE(Render(metrics).types().count("docsparse_gpu_utilization_ratio"));
+  utilization = 0.37;
   const Exposition exposition = Render(metrics);
+  ASSERT_EQ(exposition.types().count("docsparse_gpu_utilization_ratio"), 1u);
+  EXPECT_EQ(exposition.types().at("docsparse_gpu_utilization_ratio"), "gauge");
+  EXPECT_DOUBLE_EQ(exposition.Value(R"(docsparse_gpu_utilization_ratio{device="cuda:0"})"), 0.37);
   for (const char* family :
        {"docsparse_gpu_memory_allocated_bytes", "docsparse_gpu_memory_reserved_bytes",
         "docsparse_gpu_memory_total_bytes"}) {
@@ -385,6 +393,20 @@ TEST(MetricsTest, GpuMemoryShowsOnlyWithADeviceSource) {
   EXPECT_EQ(exposition.Value(R"(docsparse_gpu_memory_reserved_bytes{device="cuda:0"})"), 4096);
   EXPECT_EQ(exposition.Value(R"(docsparse_gpu_memory_total_bytes{device="cuda:0"})"),
             static_cast<double>(80LL << 30));
+}
+
+TEST(MetricsTest, GpuSecondsAddUpPerModelAndShowOnlyOnceObserved) {
+  Metrics metrics("1.2.3");
+  ModelMetrics& lsg = metrics.RegisterModel("minilm-lsg", "lsg", 1.0);
+  metrics.RegisterModel("minilm", "dense", 1.0);
+  EXPECT_FALSE(Render(metrics).types().count("docsparse_gpu_seconds_total"));
+  lsg.ObserveDeviceSeconds(0.25);
+  lsg.ObserveDeviceSeconds(0.5);
+  lsg.ObserveDeviceSeconds(std::nan(""));  // a counter never takes NaN
+  const Exposition exposition = Render(metrics);
+  EXPECT_EQ(exposition.types().at("docsparse_gpu_seconds_total"), "counter");
+  EXPECT_DOUBLE_EQ(exposition.Value(R"(docsparse_gpu_seconds_total{model="minilm-lsg"})"), 0.75);
+  EXPECT_FALSE(exposition.Has(R"(docsparse_gpu_seconds_total{model="minilm"})"));
 }
 
 TEST(MetricsTest, ConcurrentObservationsAddUp) {

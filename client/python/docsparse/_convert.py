@@ -204,7 +204,8 @@ def cost_from_proto(message: "pb.CostReport") -> CostReport:
         timings=Timings(
             queue_ms=timings.queue_ms, tokenize_ms=timings.tokenize_ms,
             inference_ms=timings.inference_ms, total_ms=timings.total_ms,
-            time_to_first_token_ms=timings.time_to_first_token_ms),
+            time_to_first_token_ms=timings.time_to_first_token_ms,
+            device_ms=timings.device_ms),
         batch_size=message.batch_size,
         generated_tokens=message.generated_tokens,
         decoder_flops=message.decoder_flops,

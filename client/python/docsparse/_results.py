@@ -65,6 +65,8 @@ class Timings:
     total_ms: float
     # Abstractive summaries: arrival to the end of the first decoder step.
     time_to_first_token_ms: float
+    # A model on a GPU: the batch's time on the device; 0 on the CPU.
+    device_ms: float = 0.0
 
 
 @dataclass(frozen=True)

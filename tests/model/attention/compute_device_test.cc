@@ -15,7 +15,14 @@ TEST(ComputeDeviceTest, CpuParsesAndHasNoDeviceMemory) {
   EXPECT_TRUE(device->is_cpu());
   EXPECT_EQ(DescribeDevice(*device), "cpu");
   EXPECT_FALSE(ReadDeviceMemory(*device).has_value());
+  EXPECT_FALSE(ReadDeviceUtilization(*device).has_value());
   DeviceStreamScope nothing_to_do(*device);
+}
+
+TEST(ComputeDeviceTest, TheCpuHasNoDeviceTime) {
+  DeviceStopwatch stopwatch(at::Device(at::kCPU));
+  (void)at::ones({64, 64}).matmul(at::ones({64, 64}));
+  EXPECT_FALSE(stopwatch.Stop().has_value());
 }
 
 TEST(ComputeDeviceTest, WhatIsNotADeviceIsInvalidArgument) {
