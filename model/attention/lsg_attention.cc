@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "kernels/bf16_attention_executor.h"
 #include "model/attention/block_sparse_item.h"
 #include "model/attention/context_buffer.h"
+#include "model/attention/lsg_plan_cache.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/lsg_sparse_keys.h"
 
@@ -96,23 +98,31 @@ class LsgAttention final : public AttentionMechanism {
       k_pieces.push_back(
           KeyPiece{layout.token_begin(), k.narrow(1, global, rows), v.narrow(1, global, rows)});
     }
-    const LsgPlan plan =
-        PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows);
+    // lsh's validity depends on the keys, so its plans differ by layer and
+    // are not kept.
+    const std::shared_ptr<const LsgPlan> plan =
+        config.sparsity_type == LsgSparsity::kLsh
+            ? std::make_shared<const LsgPlan>(
+                  PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows))
+            : plans_.Get(config, layout, static_cast<int>(heads), valid, padding_rows);
     // Rows past the plan's last block (batch padding) are not written.
-    const int64_t planned = plan.query_block_starts.back();
+    const int64_t planned = plan->query_block_starts.back();
     if (planned < seq) out.narrow(1, planned, seq - planned).zero_();
     const int threads = num_threads_ > 0 ? num_threads_ : at::get_num_threads();
     // q, and k and v of a full layout, are read where the projection left them.
     if (layout.full) {
-      RunBlockSparseItem(q, k, v, plan.View(), bf16, threads, out);
+      RunBlockSparseItem(q, k, v, plan->View(), bf16, threads, out);
     } else {
-      RunBlockSparseItem(q, k_pieces, layout.extended_keys(), plan.View(), bf16, threads, out);
+      RunBlockSparseItem(q, k_pieces, layout.extended_keys(), plan->View(), bf16, threads, out);
     }
-    return plan.head_edges;
+    return plan->head_edges;
   }
 
   LsgConfig config_;
   int num_threads_;
+  // Thread-safe; shared by every call (a sequence's plan repeats in every
+  // layer).
+  mutable LsgPlanCache plans_;
 };
 
 }  // namespace
