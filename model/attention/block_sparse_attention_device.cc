@@ -13,6 +13,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/block_sparse_attention_cuda.h"
+#include "model/attention/cuda_operands.h"
 #endif
 
 namespace docsparse {
@@ -22,14 +23,7 @@ namespace docsparse {
 namespace {
 
 absl::Status CheckOperand(const char* name, const at::Tensor& t, const at::Tensor& q) {
-  if (!t.is_cuda())
-    return absl::InvalidArgumentError(absl::StrCat(name, " is not on a CUDA device"));
-  if (t.device() != q.device()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " is on another device than q"));
-  }
-  if (t.scalar_type() != q.scalar_type()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " has another dtype than q"));
-  }
+  if (absl::Status status = CheckOnQsDevice(name, t, q); !status.ok()) return status;
   if (t.dim() != 4 || t.size(0) != q.size(0) || t.size(1) != q.size(1) || t.size(3) != q.size(3)) {
     return absl::InvalidArgumentError(
         absl::StrCat(name,
@@ -56,20 +50,8 @@ absl::StatusOr<at::Tensor> BlockSparseAttentionOnDevice(const at::Tensor& q, con
     if (absl::Status status = CheckOperand(name, t, q); !status.ok()) return status;
   }
   if (k.size(2) != v.size(2)) return absl::InvalidArgumentError("k and v differ in length");
-  CudaElementType type;
-  switch (q.scalar_type()) {
-    case at::kBFloat16:
-      type = CudaElementType::kBFloat16;
-      break;
-    case at::kHalf:
-      type = CudaElementType::kFloat16;
-      break;
-    case at::kFloat:
-      type = CudaElementType::kFloat32;
-      break;
-    default:
-      return absl::InvalidArgumentError("q must be bf16, fp16 or fp32");
-  }
+  const absl::StatusOr<CudaElementType> type = CudaElementTypeOf(q);
+  if (!type.ok()) return type.status();
   const int64_t batch_heads = q.size(0) * q.size(1);
   const int32_t blocks = plan.num_query_blocks;
   const int64_t rows = batch_heads * blocks;
@@ -107,7 +89,7 @@ absl::StatusOr<at::Tensor> BlockSparseAttentionOnDevice(const at::Tensor& q, con
                              k.data_ptr(),
                              v.data_ptr(),
                              out.data_ptr(),
-                             type,
+                             *type,
                              static_cast<int32_t>(q.size(0)),
                              static_cast<int32_t>(q.size(1)),
                              static_cast<int32_t>(q.size(2)),

@@ -14,6 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/edge_attention_cuda.h"
+#include "model/attention/cuda_operands.h"
 #endif
 
 namespace docsparse {
@@ -23,14 +24,7 @@ namespace docsparse {
 namespace {
 
 absl::Status CheckOperand(const char* name, const at::Tensor& t, const at::Tensor& q) {
-  if (!t.is_cuda())
-    return absl::InvalidArgumentError(absl::StrCat(name, " is not on a CUDA device"));
-  if (t.device() != q.device()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " is on another device than q"));
-  }
-  if (t.scalar_type() != q.scalar_type()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " has another dtype than q"));
-  }
+  if (absl::Status status = CheckOnQsDevice(name, t, q); !status.ok()) return status;
   if (t.dim() != 2 || t.size(1) != q.size(1)) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, " must be [len, head_dim] with q's head_dim"));
@@ -79,16 +73,7 @@ absl::StatusOr<CudaElementType> CheckOperands(const at::Tensor& q, const at::Ten
   }
   if (k.size(0) != v.size(0)) return absl::InvalidArgumentError("k and v differ in length");
   if (out.size(0) != q.size(0)) return absl::InvalidArgumentError("out and q differ in length");
-  switch (q.scalar_type()) {
-    case at::kBFloat16:
-      return CudaElementType::kBFloat16;
-    case at::kHalf:
-      return CudaElementType::kFloat16;
-    case at::kFloat:
-      return CudaElementType::kFloat32;
-    default:
-      return absl::InvalidArgumentError("q must be bf16, fp16 or fp32");
-  }
+  return CudaElementTypeOf(q);
 }
 
 // One head on `stream`; `view` in device memory.
