@@ -62,9 +62,7 @@ std::vector<Case> Cases() {
                    MakeSbmAttention(sbm, {}),
                    {{kSbmTargetDensityKnob, 0.1}, {kSbmInclusionCorrectionKnob, 1}}});
   PlannerSource source;
-  source.shape.num_layers = 2;
-  source.shape.num_heads = kHeads;
-  source.shape.head_dim = kHeadDim;
+  source.shape = EncoderShape{2, kHeads, kHeadDim, kHeads * kHeadDim, 4 * kHeads * kHeadDim};
   for (const auto& [kind, knobs] : std::vector<std::pair<AttentionKind, AttentionKnobValues>>{
            {AttentionKind::kLsh, {{"buckets", 4}, {"chunk", 7}, {"rounds", 2}}},
            {AttentionKind::kRouting, {{"clusters", 5}, {"iterations", 2}}},

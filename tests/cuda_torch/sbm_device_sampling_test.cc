@@ -35,7 +35,10 @@ TEST(SbmDeviceSamplingTest, SameGraphAsTheHostForTheSameKey) {
     ASSERT_TRUE(device.ok()) << device.status();
     EXPECT_EQ(device->multigraph_edges, host.multigraph_edges);
     ASSERT_EQ(device->list.edges, host.edges());
-    EXPECT_GT(host.edges(), 0);
+    if (tokens == 1000) {
+      EXPECT_GT(host.edges(), 0);
+      EXPECT_GT(host.multigraph_edges, host.edges()) << "no key drawn twice: dedup untested";
+    }
     const at::Tensor offsets = device->list.row_offsets.cpu();
     const at::Tensor keys = device->list.keys.cpu();
     ASSERT_EQ(offsets.numel(), tokens + 1);
