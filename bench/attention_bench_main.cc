@@ -39,6 +39,7 @@
 #include "bench/attention_impls.h"
 #include "bench/encoder_bench.h"
 #include "bench/generate_bench.h"
+#include "bench/lsg_plan_bench.h"
 #include "bench/metrics_bench.h"
 #include "bench/pattern_fidelity.h"
 #include "bench/peak_bench.h"
@@ -207,6 +208,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "peak") {
     return docsparse::bench::RunPeakBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "lsg_plan") {
+    return docsparse::bench::RunLsgPlanBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
@@ -227,7 +231,9 @@ int main(int argc, char** argv) {
                  "       docsparse-bench metrics [--metrics_requests 200000] [--metrics_threads 2] "
                  "[--metrics_repeats 5]\n"
                  "       docsparse-bench peak [--peak_rows 4096] [--peak_precision fp32,bf16,int8] "
-                 "[--repeats 5] [--threads 2] [--json]\n");
+                 "[--repeats 5] [--threads 2] [--json]\n"
+                 "       docsparse-bench lsg_plan [--seq 4096,16384] [--heads 12] [--repeats 5] "
+                 "[--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;

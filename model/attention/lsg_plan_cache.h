@@ -1,12 +1,13 @@
 // LSG plans kept across layers and requests. A sequence's plan depends on the
 // config, its length and the derived keys' validity, which for every sparsity
 // type but lsh follows from the layout (lsg_sparse_keys.h): the same plan in
-// every layer of every request of that length. Building it on the host took
-// 77 µs at 4,096 tokens and 375 µs at 16,384 (12 heads, the AVX2 kind) per
-// item and layer, against a GPU forward whose host time is the bottleneck
-// (docs/BENCHMARKS.md "GPU end to end": minilm-lsg spends ~6 ms a 4k document
-// and ~16 ms a 16k one), so rebuilding it six times a document cost ~6% and
-// ~12% of the GPU's throughput there.
+// every layer of every request of that length. Building it on the host takes
+// 0.07-0.15 ms at 4,096 tokens and 0.34-0.64 ms at 16,384 (12 heads, the AVX2
+// kind; `docsparse-bench lsg_plan`) per item and layer, against a GPU forward
+// whose host time is the bottleneck (docs/BENCHMARKS.md "GPU end to end":
+// minilm-lsg spends ~6.5 ms a 4k document and ~16 ms a 16k one), so
+// rebuilding it six times a document cost up to ~6-14% and ~12-24% of the
+// GPU's throughput there.
 #ifndef DOCSPARSE_MODEL_ATTENTION_LSG_PLAN_CACHE_H_
 #define DOCSPARSE_MODEL_ATTENTION_LSG_PLAN_CACHE_H_
 

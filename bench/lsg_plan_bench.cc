@@ -1,0 +1,60 @@
+#include "bench/lsg_plan_bench.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "bench/median_ms.h"
+#include "model/attention/lsg_plan_cache.h"
+
+ABSL_DECLARE_FLAG(std::vector<std::string>, seq);
+ABSL_DECLARE_FLAG(int, heads);
+ABSL_DECLARE_FLAG(int, repeats);
+ABSL_DECLARE_FLAG(bool, json);
+
+namespace docsparse::bench {
+
+int RunLsgPlanBench() {
+  LsgConfig config;  // minilm-lsg's: the converter's defaults
+  config.block_size = 128;
+  config.sparse_block_size = 128;
+  config.sparsity_factor = 2;
+  config.sparsity_type = LsgSparsity::kNorm;
+  config.num_global_tokens = 1;
+  const int heads = absl::GetFlag(FLAGS_heads);
+  const int repeats = absl::GetFlag(FLAGS_repeats);
+  for (const std::string& text : absl::GetFlag(FLAGS_seq)) {
+    int32_t tokens = 0;
+    if (!absl::SimpleAtoi(text, &tokens) || tokens < 1) {
+      std::fprintf(stderr, "bad --seq %s\n", text.c_str());
+      return 2;
+    }
+    const LsgLayout layout = LayoutLsgSequence(config, config.num_global_tokens, tokens);
+    // Every derived key valid: what the layout gives a whole sequence.
+    const std::vector<uint8_t> valid(static_cast<size_t>(heads) * layout.derived_keys, 1);
+    const double build_ms = MedianMs(repeats * 20, [&] {
+      const LsgPlan plan = PlanLsgSequence(config, layout, heads, valid, false);
+      if (plan.span_offsets.empty()) std::abort();
+    });
+    LsgPlanCache cache;
+    const double cached_ms = MedianMs(repeats * 20, [&] {
+      if (cache.Get(config, layout, heads, valid, false) == nullptr) std::abort();
+    });
+    if (absl::GetFlag(FLAGS_json)) {
+      std::printf(
+          "{\"bench\": \"lsg_plan\", \"tokens\": %d, \"heads\": %d, \"build_ms\": %.4f, "
+          "\"cached_ms\": %.4f}\n",
+          tokens, heads, build_ms, cached_ms);
+    } else {
+      std::printf("lsg plan  %6d tokens, %d heads: built %.3f ms, from the cache %.4f ms\n", tokens,
+                  heads, build_ms, cached_ms);
+    }
+  }
+  return 0;
+}
+
+}  // namespace docsparse::bench
