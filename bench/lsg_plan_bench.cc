@@ -34,15 +34,15 @@ int RunLsgPlanBench() {
       return 2;
     }
     const LsgLayout layout = LayoutLsgSequence(config, config.num_global_tokens, tokens);
-    // Every derived key valid: what the layout gives a whole sequence.
-    const std::vector<uint8_t> valid(static_cast<size_t>(heads) * layout.derived_keys, 1);
+    // What a layer did before the cache: the validity, then the plan.
     const double build_ms = MedianMs(repeats * 20, [&] {
-      const LsgPlan plan = PlanLsgSequence(config, layout, heads, valid, false);
+      const LsgPlan plan =
+          PlanLsgSequence(config, layout, heads, LsgValidFromLayout(config, layout, heads), false);
       if (plan.span_offsets.empty()) std::abort();
     });
     LsgPlanCache cache;
     const double cached_ms = MedianMs(repeats * 20, [&] {
-      if (cache.Get(config, layout, heads, valid, false) == nullptr) std::abort();
+      if (cache.Get(config, layout, heads, false) == nullptr) std::abort();
     });
     if (absl::GetFlag(FLAGS_json)) {
       std::printf(

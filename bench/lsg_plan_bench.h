@@ -1,5 +1,6 @@
 // `docsparse-bench lsg_plan`: what an LSG layer's plan costs on the host,
-// built (PlanLsgSequence) and taken from the plan cache that keeps it across
+// built (the validity from the layout, then PlanLsgSequence) and taken from
+// the plan cache that keeps it across
 // layers (model/attention/lsg_plan_cache.h), for minilm-lsg's attention
 // (blocks of 128, sparse blocks of 128, sparsity factor 2, norm, one global
 // token) at each length. On a GPU the host builds the plan while the device

@@ -81,9 +81,9 @@ class LsgAttention final : public AttentionMechanism {
         // Rotations for lsh: a stream per (request seed, layer).
         at::Generator generator =
             at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(in.layer) + 1);
-        LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, q.index({Slice(), global}),
-                                                       k.index({Slice(), tokens}),
-                                                       v.index({Slice(), tokens}), generator);
+        LsgDerivedKeys derived =
+            DeriveLsgKeys(config, layout, q.index({Slice(), global}), k.index({Slice(), tokens}),
+                          v.index({Slice(), tokens}), generator);
         derived_k = derived.keys;
         derived_v = derived.values;
         valid = std::move(derived.valid);
@@ -98,13 +98,12 @@ class LsgAttention final : public AttentionMechanism {
       k_pieces.push_back(
           KeyPiece{layout.token_begin(), k.narrow(1, global, rows), v.narrow(1, global, rows)});
     }
-    // lsh's validity depends on the keys, so its plans differ by layer and
-    // are not kept.
+    // A validity that depends on the keys (lsh) makes a plan of this layer
+    // only; otherwise it follows from the layout, and so does the plan.
     const std::shared_ptr<const LsgPlan> plan =
-        config.sparsity_type == LsgSparsity::kLsh
-            ? std::make_shared<const LsgPlan>(
-                  PlanLsgSequence(config, layout, static_cast<int>(heads), valid, padding_rows))
-            : plans_.Get(config, layout, static_cast<int>(heads), valid, padding_rows);
+        valid.empty() ? plans_.Get(config, layout, static_cast<int>(heads), padding_rows)
+                      : std::make_shared<const LsgPlan>(PlanLsgSequence(
+                            config, layout, static_cast<int>(heads), valid, padding_rows));
     // Rows past the plan's last block (batch padding) are not written.
     const int64_t planned = plan->query_block_starts.back();
     if (planned < seq) out.narrow(1, planned, seq - planned).zero_();

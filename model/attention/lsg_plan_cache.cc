@@ -19,15 +19,12 @@ static_assert(sizeof(LsgConfig) == 28, "LsgConfig changed: compare its new field
 }  // namespace
 
 std::shared_ptr<const LsgPlan> LsgPlanCache::Get(const LsgConfig& config, const LsgLayout& layout,
-                                                 int heads,
-                                                 const std::vector<uint8_t>& derived_valid,
-                                                 bool padding_rows) {
+                                                 int heads, bool padding_rows) {
   {
     MutexLock lock(&mu_);
     for (Entry& entry : entries_) {
       if (entry.tokens == layout.tokens && entry.global == layout.global && entry.heads == heads &&
-          entry.padding_rows == padding_rows && Fields(entry.config) == Fields(config) &&
-          entry.derived_valid == derived_valid) {
+          entry.padding_rows == padding_rows && Fields(entry.config) == Fields(config)) {
         entry.last_used = ++clock_;
         return entry.plan;
       }
@@ -35,8 +32,11 @@ std::shared_ptr<const LsgPlan> LsgPlanCache::Get(const LsgConfig& config, const 
   }
   // Built outside the lock: two threads may both build the same plan; both
   // are right, and the second is simply kept too.
-  auto plan = std::make_shared<const LsgPlan>(
-      PlanLsgSequence(config, layout, heads, derived_valid, padding_rows));
+  const bool derives_keys = !layout.full && layout.derived_keys > 0;
+  auto plan = std::make_shared<const LsgPlan>(PlanLsgSequence(
+      config, layout, heads,
+      derives_keys ? LsgValidFromLayout(config, layout, heads) : std::vector<uint8_t>(),
+      padding_rows));
   MutexLock lock(&mu_);
   ++builds_;
   if (entries_.size() >= capacity_ && !entries_.empty()) {
@@ -46,8 +46,8 @@ std::shared_ptr<const LsgPlan> LsgPlanCache::Get(const LsgConfig& config, const 
     entries_.erase(oldest);
   }
   if (capacity_ > 0) {
-    entries_.push_back(Entry{config, layout.global, layout.tokens, heads, padding_rows,
-                             derived_valid, plan, ++clock_});
+    entries_.push_back(
+        Entry{config, layout.global, layout.tokens, heads, padding_rows, plan, ++clock_});
   }
   return plan;
 }

@@ -57,11 +57,13 @@ int64_t AttendableIn(const LsgLayout& layout, int64_t first, int64_t count) {
   return real - (masked_first ? 1 : 0);
 }
 
-// ComputeLsgDerivedKeys' `valid` for every type but lsh, from the layout
-// alone (lsh's buckets depend on the keys): on a device the derived keys
-// then need no read-back, which made every layer wait for the GPU.
-std::vector<uint8_t> ValidFromLayout(const LsgConfig& config, const LsgLayout& layout,
-                                     int64_t heads, LsgSparsity sparsity) {
+}  // namespace
+
+// From the layout alone (lsh's buckets depend on the keys): on a device the
+// derived keys then need no read-back, which made every layer wait for the
+// GPU.
+std::vector<uint8_t> LsgValidFromLayout(const LsgConfig& config, const LsgLayout& layout,
+                                        int64_t heads) {
   const int64_t t = layout.padded_tokens;
   const int64_t sf = config.sparsity_factor;
   const int64_t derived = t / sf;
@@ -77,7 +79,7 @@ std::vector<uint8_t> ValidFromLayout(const LsgConfig& config, const LsgLayout& l
     fill_rows([&](int64_t s) { return Attendable(layout, s); });
     return valid;
   }
-  switch (sparsity) {
+  switch (EffectiveSparsity(config)) {
     case LsgSparsity::kNorm: {
       // Per chunk the kept tokens in ascending norm, padding below every
       // attendable token (SelectByNorm): a chunk with n attendable tokens
@@ -120,6 +122,8 @@ std::vector<uint8_t> ValidFromLayout(const LsgConfig& config, const LsgLayout& l
   }
   return valid;
 }
+
+namespace {
 
 // d values from `from` to `to`; a head of 32 bf16 values (64 bytes) with a
 // copy of known size, which the compiler inlines.
@@ -254,10 +258,11 @@ void LshRound(at::Tensor& keys, at::Tensor& values, at::Tensor& mask, int64_t ou
   mask = at::zeros({heads, chunks, output_size, 1}, keys.options()).scatter_add(2, buckets, mask);
 }
 
-// ComputeLsgDerivedKeys' keys and values; `valid` too for lsh, else empty.
-LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
-                          const at::Tensor& first_query, const at::Tensor& keys,
-                          const at::Tensor& values, at::Generator lsh_generator) {
+}  // namespace
+
+LsgDerivedKeys DeriveLsgKeys(const LsgConfig& config, const LsgLayout& layout,
+                             const at::Tensor& first_query, const at::Tensor& keys,
+                             const at::Tensor& values, at::Generator lsh_generator) {
   const int64_t heads = keys.size(0);
   const int64_t t = layout.padded_tokens;
   const int64_t d = keys.size(2);
@@ -276,8 +281,9 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
   const bool selects = sparsity == LsgSparsity::kNorm || sparsity == LsgSparsity::kStride ||
                        sparsity == LsgSparsity::kBlockStride;
   if (keys.scalar_type() != at::kFloat && !selects) {
-    LsgDerivedKeys derived = DeriveKeys(config, layout, first_query.to(at::kFloat),
-                                        keys.to(at::kFloat), values.to(at::kFloat), lsh_generator);
+    LsgDerivedKeys derived =
+        DeriveLsgKeys(config, layout, first_query.to(at::kFloat), keys.to(at::kFloat),
+                      values.to(at::kFloat), lsh_generator);
     derived.keys = derived.keys.to(keys.scalar_type());
     derived.values = derived.values.to(values.scalar_type());
     return derived;
@@ -357,8 +363,6 @@ LsgDerivedKeys DeriveKeys(const LsgConfig& config, const LsgLayout& layout,
   return {};
 }
 
-}  // namespace
-
 bool LsgPaddingReachesTokens(const LsgConfig& config) {
   return config.HasSparseKeys() && config.sparsity_factor > 1 &&
          EffectiveSparsity(config) == LsgSparsity::kBosPooling;
@@ -367,10 +371,8 @@ bool LsgPaddingReachesTokens(const LsgConfig& config) {
 LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
                                      const at::Tensor& first_query, const at::Tensor& keys,
                                      const at::Tensor& values, at::Generator lsh_generator) {
-  LsgDerivedKeys derived = DeriveKeys(config, layout, first_query, keys, values, lsh_generator);
-  if (derived.valid.empty()) {
-    derived.valid = ValidFromLayout(config, layout, keys.size(0), EffectiveSparsity(config));
-  }
+  LsgDerivedKeys derived = DeriveLsgKeys(config, layout, first_query, keys, values, lsh_generator);
+  if (derived.valid.empty()) derived.valid = LsgValidFromLayout(config, layout, keys.size(0));
   return derived;
 }
 

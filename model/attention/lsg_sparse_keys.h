@@ -49,6 +49,18 @@ LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& l
                                      const at::Tensor& first_query, const at::Tensor& keys,
                                      const at::Tensor& values, at::Generator lsh_generator);
 
+// ComputeLsgDerivedKeys in its two halves, for callers that need the
+// validity less often than the keys (the LSG mechanism keeps plans across
+// layers): the keys and values, with `valid` only where it depends on the
+// keys (lsh with a sparsity factor above 1) and empty otherwise ...
+LsgDerivedKeys DeriveLsgKeys(const LsgConfig& config, const LsgLayout& layout,
+                             const at::Tensor& first_query, const at::Tensor& keys,
+                             const at::Tensor& values, at::Generator lsh_generator);
+// ... and, in that case, `valid` from the layout alone, [heads *
+// layout.derived_keys].
+std::vector<uint8_t> LsgValidFromLayout(const LsgConfig& config, const LsgLayout& layout,
+                                        int64_t heads);
+
 // Whether this sparsity type lets padding tokens (the adaptive padding in
 // [n, padded_tokens)) influence real tokens, so their rows must be computed.
 bool LsgPaddingReachesTokens(const LsgConfig& config);

@@ -1,8 +1,8 @@
 // The LSG plan cache hands out, for each set of inputs, the plan
-// PlanLsgSequence makes of them: the same object again for the same inputs,
-// a fresh one when any input differs (length, heads, padding rows, validity,
-// any config field), the oldest evicted past capacity, and the same plans
-// from several threads at once.
+// PlanLsgSequence makes of them with the validity from the layout: the same
+// object again for the same inputs, a fresh one when any input differs
+// (length, heads, padding rows, any config field), the oldest evicted past
+// capacity, and the same plans from several threads at once.
 #include "model/attention/lsg_plan_cache.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,6 @@ struct Inputs {
   int32_t tokens = 1000;
   int heads = 3;
   bool padding_rows = false;
-  std::vector<uint8_t> valid;  // empty: all valid
 };
 
 LsgLayout LayoutOf(const Inputs& in) {
@@ -27,8 +26,7 @@ LsgLayout LayoutOf(const Inputs& in) {
 }
 
 std::vector<uint8_t> ValidOf(const Inputs& in) {
-  if (!in.valid.empty()) return in.valid;
-  return std::vector<uint8_t>(static_cast<size_t>(in.heads) * LayoutOf(in).derived_keys, 1);
+  return LsgValidFromLayout(in.config, LayoutOf(in), in.heads);
 }
 
 void ExpectSamePlan(const LsgPlan& got, const LsgPlan& want) {
@@ -44,7 +42,7 @@ void ExpectSamePlan(const LsgPlan& got, const LsgPlan& want) {
 
 std::shared_ptr<const LsgPlan> Get(LsgPlanCache& cache, const Inputs& in) {
   const std::shared_ptr<const LsgPlan> plan =
-      cache.Get(in.config, LayoutOf(in), in.heads, ValidOf(in), in.padding_rows);
+      cache.Get(in.config, LayoutOf(in), in.heads, in.padding_rows);
   ExpectSamePlan(*plan,
                  PlanLsgSequence(in.config, LayoutOf(in), in.heads, ValidOf(in), in.padding_rows));
   return plan;
@@ -61,10 +59,6 @@ TEST(LsgPlanCacheTest, SameInputsSamePlanAnyDifferenceAnother) {
       [](Inputs& in) { in.tokens = 999; },
       [](Inputs& in) { in.heads = 4; },
       [](Inputs& in) { in.padding_rows = true; },
-      [](Inputs& in) {
-        in.valid = ValidOf(in);
-        in.valid[5] = 0;
-      },
       [](Inputs& in) { in.config.block_size = 64; },
       [](Inputs& in) { in.config.sparse_block_size = 64; },
       [](Inputs& in) { in.config.sparsity_factor = 4; },
