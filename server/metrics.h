@@ -168,8 +168,9 @@ class Metrics {
   ModelMetrics& RegisterModel(const std::string& model, std::string_view attention,
                               double load_seconds) ABSL_LOCKS_EXCLUDED(mu_);
   // docsparse_model_compute_info{model, precision, isa} 1: what the model's
-  // linear layers run in ("fp32", "bf16") on which instruction set ("amx",
-  // "avx512", "avx2", ...). Setting it again replaces it.
+  // linear layers run in ("fp32", "bf16", "int8", "fp16") on which
+  // instruction set ("amx", "avx512", "avx2", ..., "cuda"). Setting it again
+  // replaces it.
   void SetModelCompute(const std::string& model, std::string_view precision, std::string_view isa)
       ABSL_LOCKS_EXCLUDED(mu_);
 

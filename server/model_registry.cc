@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
+#include "model/encoder/linear_precision.h"
 #include "model/text/tokenizer_loader.h"
 #include "nlohmann/json.hpp"
 
@@ -75,8 +76,8 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
   // bound by reading the weights, reads half the bytes); or int8 products
   // (a quarter), the rest bf16 where the CPU has it. `auto` is fp32 there:
   // bf16 and int8 can change the token greedy or beam search picks, and
-  // fp32 matches transformers token for token. On a CUDA device bf16 (auto)
-  // or fp32, as docsparse.json or --precision says.
+  // fp32 matches transformers token for token. On a CUDA device bf16 (auto),
+  // fp16 or fp32, as docsparse.json or --precision says.
   const bool on_cpu = options.device.is_cpu();
   const Precision precision =
       on_cpu ? model->serving.precision : options.precision.value_or(model->serving.precision);
@@ -87,10 +88,9 @@ absl::Status LoadSummarizer(ServedModel* model, const ModelLoadOptions& options)
         "encoder-decoder model (this one: ",
         std::string(IsaName(HostCpuFeatures())), "); write \"fp32\", \"int8\" or \"auto\""));
   }
-  if (!on_cpu && precision == Precision::kInt8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, "/docsparse.json: precision: \"int8\" is not served for encoder-decoder models on ",
-        options.device.str(), " (\"fp32\", \"bf16\" or \"auto\")"));
+  if (absl::Status placeable = CheckPrecisionOn(precision, options.device, "a summarizer");
+      !placeable.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, "/docsparse.json: ", placeable.message()));
   }
   ASSIGN_OR_RETURN(const BartConfig config, LoadBartConfig(path + "/config.json"));
   // Summarizers run their native attention (LSG for LSG-BART, Longformer

@@ -52,9 +52,9 @@ ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
 ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
 ABSL_FLAG(std::string, precision, "",
           "Precision of every encoder model: auto (bf16 where the CPU has AMX "
-          "or AVX512-BF16, else fp32), fp32, bf16 or int8 (int8 linear layers, the rest bf16 "
-          "where the CPU has it). Empty: each model's docsparse.json \"precision\" (default "
-          "auto).");
+          "or AVX512-BF16, else fp32), fp32, bf16, int8 (int8 linear layers, the rest bf16 "
+          "where the CPU has it; CPU only) or fp16 (a CUDA device only). Empty: each model's "
+          "docsparse.json \"precision\" (default auto).");
 ABSL_FLAG(std::string, device, "cpu",
           "Where the models run: cpu, cuda (device 0) or cuda:N (a build on a CUDA LibTorch: "
           "scripts/build --cuda). On a GPU, precision auto is bf16 and summarizers run there "
@@ -294,7 +294,7 @@ int Serve() {
     load_options.precision = ParsePrecision(flag);
     if (!load_options.precision.has_value()) {
       std::cerr << "docsparse-server: --precision: \"" << flag
-                << "\" is not one of auto, fp32, bf16, int8\n";
+                << "\" is not one of auto, fp32, bf16, int8, fp16\n";
       return 2;
     }
   }

@@ -3,8 +3,8 @@
 # minilm-lsg documents/s at 4,096 and 16,384 tokens with dynamic batching on
 # (max_batch_size 16) and off (1), LSG against dense attention on the same
 # model, p50/p99 at a fixed offered load, and an LSG-BART-base-shaped
-# summarizer at 16,384 tokens (greedy, 128 new tokens), and minilm-sbm at a 5%
-# density cap at both lengths. One JSON line per
+# summarizer at 16,384 tokens (greedy, 128 new tokens), minilm-sbm at a 5%
+# density cap at both lengths, and minilm-lsg alone in fp16. One JSON line per
 # case on stdout; logs and the lines under $OUT.
 #
 #   bench/gpu/serve_on_gpu.sh STAGE [SECONDS]
@@ -47,12 +47,14 @@ done
 server_pid=""
 address=""
 metrics=""
-start_server() { # MODEL MAX_BATCH
-  local log="$out/server-$1-$2.log"
-  rm -rf /tmp/one-model && mkdir -p /tmp/one-model && ln -s "$repository/$1" "/tmp/one-model/$1"
+start_server() { # MODEL MAX_BATCH [server flags...]
+  local log="$out/server-$1-$2${3:+-${3#--}}.log" model="$1" max_batch="$2"
+  shift 2
+  rm -rf /tmp/one-model && mkdir -p /tmp/one-model &&
+    ln -s "$repository/$model" "/tmp/one-model/$model"
   "$stage/bin/docsparse-server" --device=cuda --host=127.0.0.1 --port=0 --metrics_port=0 \
-    --model_repository="/tmp/one-model" --threads=8 --max_batch_size="$2" \
-    --max_request_gflops=100000 >"$log" 2>&1 &
+    --model_repository="/tmp/one-model" --threads=8 --max_batch_size="$max_batch" \
+    --max_request_gflops=100000 "$@" >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 600); do
     grep -q 'docsparse-server: ready' "$log" && break
@@ -60,7 +62,7 @@ start_server() { # MODEL MAX_BATCH
     sleep 0.2
   done
   if ! grep -q 'docsparse-server: ready' "$log"; then
-    echo "server for $1 did not start:" >&2
+    echo "server for $model did not start:" >&2
     tail -20 "$log" >&2
     return 1
   fi
@@ -148,3 +150,11 @@ load warm embed 4096 4 3 --max_density 0.05 >/dev/null
 load sbm-4k-density5 embed 4096 8 "$seconds" --max_density 0.05
 load sbm-16k-density5 embed 16384 4 "$seconds" --max_density 0.05
 stop_server minilm-sbm
+
+# minilm-lsg alone in fp16 (--precision=fp16) at both lengths: against the
+# bf16 rows of minilm_cases 1 above.
+start_server minilm-lsg 1 --precision=fp16 || exit 1
+load warm embed 4096 16 3 >/dev/null
+load lsg-4k-fp16-batch1 embed 4096 16 "$seconds"
+load lsg-16k-fp16-batch1 embed 16384 8 "$seconds"
+stop_server minilm-lsg-fp16

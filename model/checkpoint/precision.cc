@@ -12,13 +12,15 @@ std::string_view PrecisionName(Precision precision) {
       return "bf16";
     case Precision::kInt8:
       return "int8";
+    case Precision::kFp16:
+      return "fp16";
   }
   return "?";
 }
 
 std::optional<Precision> ParsePrecision(std::string_view name) {
   for (Precision precision :
-       {Precision::kAuto, Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
+       {Precision::kAuto, Precision::kFp32, Precision::kBf16, Precision::kInt8, Precision::kFp16}) {
     if (PrecisionName(precision) == name) return precision;
   }
   return std::nullopt;

@@ -16,9 +16,13 @@ enum class Precision {
   // scales, int32 sums); everything else as bf16 where the CPU has native
   // bf16, else fp32. Never chosen by kAuto: opt-in, like OpenVINO's int8.
   kInt8,
+  // fp16 parameters and activations on a CUDA device (cuBLAS and our CUDA
+  // attention kernels, fp32 accumulation), as TEI's and vLLM's float16. Not
+  // on the CPU, which has no fp16 products here.
+  kFp16,
 };
 
-std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16", "int8"
+std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16", "int8", "fp16"
 std::optional<Precision> ParsePrecision(std::string_view name);
 
 }  // namespace docsparse

@@ -419,7 +419,8 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
                                        {{PrecisionName(Precision::kAuto), Precision::kAuto},
                                         {PrecisionName(Precision::kFp32), Precision::kFp32},
                                         {PrecisionName(Precision::kBf16), Precision::kBf16},
-                                        {PrecisionName(Precision::kInt8), Precision::kInt8}}));
+                                        {PrecisionName(Precision::kInt8), Precision::kInt8},
+                                        {PrecisionName(Precision::kFp16), Precision::kFp16}}));
   }
   if (const json* max_tokens = reader.Get("max_document_tokens")) {
     ASSIGN_OR_RETURN(result.max_document_tokens,

@@ -37,10 +37,7 @@ constexpr int64_t kHeadMajorMinBytes = int64_t{32} << 20;
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(
     const std::string& model_dir, const EncoderConfig& config,
     std::unique_ptr<AttentionMechanism> attention, Precision precision, at::Device device) {
-  if (!device.is_cpu() && precision == Precision::kInt8) {
-    return absl::InvalidArgumentError(
-        "precision: \"int8\" runs on the CPU only; on a CUDA device use \"bf16\" or \"fp32\"");
-  }
+  RETURN_IF_ERROR(CheckPrecisionOn(precision, device, "an encoder"));
   ASSIGN_OR_RETURN(EncoderWeights weights, LoadEncoderWeights(model_dir, config));
   try {
     return std::make_unique<Encoder>(config, std::move(weights), std::move(attention), precision,
@@ -71,8 +68,8 @@ Encoder::Encoder(EncoderConfig config, EncoderWeights weights,
       activations_(ActivationType(precision_)),
       weights_(std::move(weights)),
       attention_(std::move(attention)) {
-  TORCH_CHECK(device_.is_cpu() || precision_ != Precision::kInt8,
-              "Encoder: int8 runs on the CPU only");
+  const absl::Status placeable = CheckPrecisionOn(precision_, device_, "an encoder");
+  TORCH_CHECK(placeable.ok(), "Encoder: ", placeable.message());
   // The embedding tables as kernels/embedding_layer_norm reads them (fp32;
   // on a device, where LibTorch's ops read them, fp32 too: the sum and its
   // LayerNorm are rounded once, to the activations' type).
@@ -256,7 +253,7 @@ at::Tensor Encoder::Attend(AttentionInputs inputs,
                            std::vector<ItemAttentionCost>* item_costs) const {
   const int64_t batch = inputs.query.size(0);
   const int64_t seq = inputs.query.size(2);
-  inputs.precision = activations_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32;
+  inputs.precision = AttentionPrecision(activations_);
   return attention_->Forward(inputs, item_costs)
       .to(activations_)
       .permute({0, 2, 1, 3})

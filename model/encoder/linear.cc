@@ -64,6 +64,7 @@ Linear::Linear(const at::Tensor& weight, const at::Tensor& bias, Precision preci
     activation_in_product_ = false;
     return;
   }
+  TORCH_CHECK(type_ != at::kHalf, "Linear: fp16 products run on a CUDA device only");
   packed_ = PackedLinear::Create(
       w.data_ptr<float>(), bias_in_product_ && b.defined() ? b.data_ptr<float>() : nullptr,
       out_features_, in_features_, ElementOf(type_), WeightsOf(precision),

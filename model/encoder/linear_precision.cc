@@ -1,5 +1,7 @@
 #include "model/encoder/linear_precision.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace docsparse {
 namespace {
 
@@ -33,9 +35,31 @@ Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu) {
 
 at::ScalarType ActivationType(Precision precision, const CpuFeatures& cpu) {
   LibTorchFollowsTheIsaCap();
+  if (precision == Precision::kFp16) return at::kHalf;
   const bool bf16 =
       precision == Precision::kBf16 || (precision == Precision::kInt8 && HasNativeBf16(cpu));
   return bf16 ? at::kBFloat16 : at::kFloat;
+}
+
+Precision AttentionPrecision(at::ScalarType type) {
+  if (type == at::kBFloat16) return Precision::kBf16;
+  if (type == at::kHalf) return Precision::kFp16;
+  return Precision::kFp32;
+}
+
+absl::Status CheckPrecisionOn(Precision precision, at::Device device, const char* model) {
+  if (!device.is_cpu() && precision == Precision::kInt8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("precision: \"int8\": ", model, " runs int8 on the CPU only; on ",
+                     device.str(), " write \"bf16\", \"fp16\", \"fp32\" or \"auto\""));
+  }
+  if (device.is_cpu() && precision == Precision::kFp16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("precision: \"fp16\": ", model,
+                     " runs fp16 on a CUDA device only (--device=cuda); on the CPU write "
+                     "\"bf16\", \"int8\", \"fp32\" or \"auto\""));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace docsparse

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "absl/status/status.h"
 #include "kernels/cpu_features.h"
 #include "model/checkpoint/precision.h"
 
@@ -22,8 +23,19 @@ Precision ResolvePrecision(Precision requested, const CpuFeatures& cpu);
 
 // The element type of the activations between operations for a resolved
 // `precision`: bf16 for kBf16, and for kInt8 where `cpu` multiplies bf16
-// natively; fp32 otherwise.
+// natively; fp16 for kFp16 (a CUDA device's); fp32 otherwise.
 at::ScalarType ActivationType(Precision precision, const CpuFeatures& cpu = HostCpuFeatures());
+
+// The precision attention is told (AttentionInputs::precision) for
+// activations of `type`: the CPU's bf16 executors follow it; a device's
+// take the operands' own type.
+Precision AttentionPrecision(at::ScalarType type);
+
+// INVALID_ARGUMENT naming the field where `precision` cannot run on
+// `device` (int8 off the CPU, fp16 on it), with what to write instead;
+// `model` names the kind of model in the message ("an encoder",
+// "a summarizer").
+absl::Status CheckPrecisionOn(Precision precision, at::Device device, const char* model);
 
 }  // namespace docsparse
 

@@ -149,7 +149,7 @@ absl::StatusOr<std::unique_ptr<BartEncoder>> BartEncoder::Create(
 }
 
 at::ScalarType Seq2SeqElementType(Precision precision) {
-  TORCH_CHECK(precision != Precision::kAuto, "a summarizer runs fp32, bf16 or int8");
+  TORCH_CHECK(precision != Precision::kAuto, "a summarizer runs fp32, bf16, fp16 or int8");
   return ActivationType(precision);
 }
 
@@ -218,13 +218,10 @@ at::Tensor BartEncoder::Layer(const at::Tensor& x, const BartLayerWeights& w,
   const at::Tensor qkv = p.qkv(attention_input)
                              .view({batch, seq, 3, config_.num_heads, config_.head_dim()})
                              .permute({2, 0, 3, 1, 4});
-  AttentionInputs inputs{qkv[0].contiguous(),
-                         qkv[1].contiguous(),
-                         qkv[2].contiguous(),
-                         lengths,
-                         layer,
-                         options,
-                         type_ == at::kBFloat16 ? Precision::kBf16 : Precision::kFp32};
+  const Precision attention_precision = AttentionPrecision(type_);
+  AttentionInputs inputs{
+      qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), lengths, layer, options,
+      attention_precision};
   if (w.global_qkv_weight.defined()) {
     // LED: the global tokens' rows from projections of their own, made only
     // when a plan has global rows.

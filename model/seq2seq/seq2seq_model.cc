@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "model/attention/planner_registry.h"
 #include "model/checkpoint/safetensors.h"
+#include "model/encoder/linear_precision.h"
 
 namespace docsparse {
 namespace {
@@ -98,11 +99,7 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Seq2SeqModel::Create(
   if (precision == Precision::kAuto) {
     precision = device.is_cpu() ? Precision::kFp32 : Precision::kBf16;
   }
-  if (precision == Precision::kInt8 && !device.is_cpu()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("precision: \"int8\": a summarizer runs int8 on the CPU only (on ",
-                     device.str(), ": fp32 or bf16)"));
-  }
+  RETURN_IF_ERROR(CheckPrecisionOn(precision, device, "a summarizer"));
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(BartEncoderWeights encoder_weights, LoadBartEncoderWeights(*checkpoint, config));
   ASSIGN_OR_RETURN(BartDecoderWeights decoder_weights, LoadBartDecoderWeights(*checkpoint, config));

@@ -5,7 +5,9 @@
 // dense attention, each on a padded batch of odd lengths. fp32 within 1e-4;
 // bf16 (the device's automatic precision) no further from the fp32 CPU
 // encoder than twice the CPU's own bf16 encoder (other kernels, the same
-// rounding points). Built only with a CUDA LibTorch (scripts/build --cuda).
+// rounding points); fp16 (three more bits of mantissa than bf16, the same
+// rounding points) no further than bf16 on the device. Built only with a
+// CUDA LibTorch (scripts/build --cuda).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -55,18 +57,23 @@ void ExpectDeviceMatchesCpu(const std::string& fixture, const std::vector<int>& 
   const std::unique_ptr<Encoder> cpu_bf16 = Load(dir, Precision::kBf16, at::kCPU);
   const std::unique_ptr<Encoder> gpu = Load(dir, Precision::kFp32, at::Device(at::kCUDA, 0));
   const std::unique_ptr<Encoder> gpu_bf16 = Load(dir, Precision::kAuto, at::Device(at::kCUDA, 0));
-  ASSERT_TRUE(cpu && cpu_bf16 && gpu && gpu_bf16);
+  const std::unique_ptr<Encoder> gpu_fp16 = Load(dir, Precision::kFp16, at::Device(at::kCUDA, 0));
+  ASSERT_TRUE(cpu && cpu_bf16 && gpu && gpu_bf16 && gpu_fp16);
   EXPECT_EQ(gpu_bf16->precision(), Precision::kBf16);
+  EXPECT_EQ(gpu_fp16->precision(), Precision::kFp16);
   const EncoderBatch batch = RandomBatch(cpu->config().vocab_size, lengths, 7);
   CostAccount cpu_cost(cpu->shape()), gpu_cost(gpu->shape());
   absl::StatusOr<EncoderOutput> want = cpu->Forward(batch, &cpu_cost);
   absl::StatusOr<EncoderOutput> got = gpu->Forward(batch, &gpu_cost);
   absl::StatusOr<EncoderOutput> got_bf16 = gpu_bf16->Forward(batch, nullptr);
+  CostAccount fp16_cost(gpu_fp16->shape());
+  absl::StatusOr<EncoderOutput> got_fp16 = gpu_fp16->Forward(batch, &fp16_cost);
   absl::StatusOr<EncoderOutput> cpu_bf16_out = cpu_bf16->Forward(batch, nullptr);
   ASSERT_TRUE(cpu_bf16_out.ok()) << cpu_bf16_out.status();
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_TRUE(got_bf16.ok()) << got_bf16.status();
+  ASSERT_TRUE(got_fp16.ok()) << got_fp16.status();
   ASSERT_TRUE(got->hidden.is_cpu());
   ASSERT_EQ(got->hidden.scalar_type(), at::kFloat);
   ASSERT_EQ(got->hidden.sizes(), want->hidden.sizes());
@@ -77,10 +84,15 @@ void ExpectDeviceMatchesCpu(const std::string& fixture, const std::vector<int>& 
         << "row " << row;
     const double cpu_bf16_error =
         (cpu_bf16_out->hidden[row].narrow(0, 0, length) - expected).abs().max().item<double>();
-    EXPECT_LE((got_bf16->hidden[row].narrow(0, 0, length) - expected).abs().max().item<double>(),
-              2 * cpu_bf16_error + 1e-2)
+    const double bf16_error =
+        (got_bf16->hidden[row].narrow(0, 0, length) - expected).abs().max().item<double>();
+    EXPECT_LE(bf16_error, 2 * cpu_bf16_error + 1e-2)
         << "row " << row << "; the CPU's bf16 encoder is " << cpu_bf16_error << " off";
+    EXPECT_LE((got_fp16->hidden[row].narrow(0, 0, length) - expected).abs().max().item<double>(),
+              bf16_error + 1e-3)
+        << "row " << row << "; bf16 on the device is " << bf16_error << " off";
   }
+  EXPECT_DOUBLE_EQ(fp16_cost.AttentionFlops(), cpu_cost.AttentionFlops());
   // The same plan, so the same cost.
   EXPECT_DOUBLE_EQ(gpu_cost.AttentionFlops(), cpu_cost.AttentionFlops());
   EXPECT_DOUBLE_EQ(gpu_cost.MeanDensity(), cpu_cost.MeanDensity());

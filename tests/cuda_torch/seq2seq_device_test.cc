@@ -5,7 +5,8 @@
 // transformers' generate() gave (tests/fixtures/seq2seq/README.md), and the
 // teacher-forced logits must match within 1e-4. bf16 (the device's automatic
 // precision) must stay as near the fp32 logits as twice the same model in bf16
-// on the CPU. Built only with a CUDA LibTorch.
+// on the CPU, and fp16 as near as bf16 on the device. Built only with a CUDA
+// LibTorch.
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -72,7 +73,7 @@ TEST_P(Seq2SeqDeviceTest, EveryGenerateCaseMatchesTransformersOnCuda) {
   }
 }
 
-TEST_P(Seq2SeqDeviceTest, TeacherForcedLogitsMatchTheCpuAndBf16StaysNear) {
+TEST_P(Seq2SeqDeviceTest, TeacherForcedLogitsMatchTheCpuAndBf16AndFp16StayNear) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const testing::Seq2SeqFixture cpu = testing::LoadSeq2SeqFixture(GetParam());
   ASSERT_NE(cpu.model, nullptr);
@@ -80,8 +81,11 @@ TEST_P(Seq2SeqDeviceTest, TeacherForcedLogitsMatchTheCpuAndBf16StaysNear) {
   const std::unique_ptr<Seq2SeqModel> gpu_bf16 =
       Load(cpu.dir, Precision::kAuto, at::Device(at::kCUDA));
   const std::unique_ptr<Seq2SeqModel> cpu_bf16 = Load(cpu.dir, Precision::kBf16, at::kCPU);
-  ASSERT_TRUE(gpu && gpu_bf16 && cpu_bf16);
+  const std::unique_ptr<Seq2SeqModel> gpu_fp16 =
+      Load(cpu.dir, Precision::kFp16, at::Device(at::kCUDA));
+  ASSERT_TRUE(gpu && gpu_bf16 && cpu_bf16 && gpu_fp16);
   EXPECT_EQ(gpu_bf16->precision(), Precision::kBf16);
+  EXPECT_EQ(gpu_fp16->precision(), Precision::kFp16);
   c10::InferenceMode inference_mode;
   const json& run = cpu.cases["generate_cases"][0]["runs"].back();  // a padded batch
   const EncoderBatch batch = BatchOf(run["input_ids"]);
@@ -98,11 +102,16 @@ TEST_P(Seq2SeqDeviceTest, TeacherForcedLogitsMatchTheCpuAndBf16StaysNear) {
   const at::Tensor got = logits(*gpu);
   const at::Tensor got_bf16 = logits(*gpu_bf16);
   const at::Tensor cpu_bf16_logits = logits(*cpu_bf16);
-  ASSERT_TRUE(want.defined() && got.defined() && got_bf16.defined() && cpu_bf16_logits.defined());
+  const at::Tensor got_fp16 = logits(*gpu_fp16);
+  ASSERT_TRUE(want.defined() && got.defined() && got_bf16.defined() && cpu_bf16_logits.defined() &&
+              got_fp16.defined());
   EXPECT_LE((got - want).abs().max().item<double>(), 1e-4);
   const double cpu_bf16_error = (cpu_bf16_logits - want).abs().max().item<double>();
-  EXPECT_LE((got_bf16 - want).abs().max().item<double>(), 2 * cpu_bf16_error + 1e-2)
+  const double bf16_error = (got_bf16 - want).abs().max().item<double>();
+  EXPECT_LE(bf16_error, 2 * cpu_bf16_error + 1e-2)
       << "the CPU's bf16 model is " << cpu_bf16_error << " off";
+  EXPECT_LE((got_fp16 - want).abs().max().item<double>(), bf16_error + 1e-3)
+      << "bf16 on the device is " << bf16_error << " off";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Seq2SeqDeviceTest, ::testing::Values("bart", "lsg_bart"),

@@ -116,8 +116,20 @@ TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
   testing::ServerProcess server;
   EXPECT_FALSE(
       server.Start(testing::ServerBinary(),
+                   testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {"--precision=fp8"})));
+  EXPECT_NE(server.output().find("--precision: \"fp8\" is not one of auto, fp32, bf16, int8, fp16"),
+            std::string::npos)
+      << server.output();
+}
+
+TEST(PrecisionServerTest, Fp16OnTheCpuStopsTheServerSayingWhereItRuns) {
+  testing::ServerProcess server;
+  EXPECT_FALSE(
+      server.Start(testing::ServerBinary(),
                    testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {"--precision=fp16"})));
-  EXPECT_NE(server.output().find("--precision: \"fp16\""), std::string::npos) << server.output();
+  EXPECT_NE(server.output().find("precision: \"fp16\": an encoder runs fp16 on a CUDA device only"),
+            std::string::npos)
+      << server.output();
 }
 
 TEST(PrecisionServerTest, ADeviceThisBuildCannotUseStopsTheServerNamingTheFlag) {

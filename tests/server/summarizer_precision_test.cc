@@ -1,6 +1,7 @@
 // A summarizer's precision on the CPU, as docsparse.json asks: bf16 where the
 // CPU has AMX or AVX512-BF16 (an error naming the field elsewhere), int8,
-// and fp32 for "auto" and "fp32".
+// and fp32 for "auto" and "fp32"; fp16 an error naming the field (a CUDA
+// device's only).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -57,6 +58,15 @@ TEST(SummarizerPrecisionTest, Bf16WhereTheCpuHasItElseAnErrorNamingTheField) {
     EXPECT_THAT(std::string(served.status().message()),
                 HasSubstr("docsparse.json: precision: \"bf16\" needs a CPU with AMX"));
   }
+}
+
+TEST(SummarizerPrecisionTest, Fp16IsAnErrorNamingTheFieldOnTheCpu) {
+  const absl::StatusOr<Precision> served = ServedPrecision("fp16");
+  ASSERT_FALSE(served.ok());
+  EXPECT_EQ(served.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(served.status().message()),
+              HasSubstr("docsparse.json: precision: \"fp16\": a summarizer runs fp16 on a CUDA "
+                        "device only"));
 }
 
 TEST(SummarizerPrecisionTest, AutoAndFp32AreFp32AndInt8IsInt8) {

@@ -98,7 +98,7 @@ class CostReport:
     generated_tokens: int
     decoder_flops: float
     mask_maps: Tuple[MaskMap, ...]
-    # Linear layers' precision ("fp32", "bf16", "int8") and the CPU ISA.
+    # Linear layers' precision ("fp32", "bf16", "int8", "fp16") and the ISA ("cuda" on a GPU).
     precision: str
     isa: str
 

@@ -98,7 +98,9 @@ TEST(ServingConfigTest, EnumNames) {
   EXPECT_EQ(ParsePrecision("fp32"), Precision::kFp32);
   EXPECT_EQ(ParsePrecision("int8"), Precision::kInt8);
   EXPECT_EQ(PrecisionName(Precision::kInt8), "int8");
-  EXPECT_EQ(ParsePrecision("fp16"), std::nullopt);
+  EXPECT_EQ(ParsePrecision("fp16"), Precision::kFp16);
+  EXPECT_EQ(PrecisionName(Precision::kFp16), "fp16");
+  EXPECT_EQ(ParsePrecision("fp8"), std::nullopt);
 }
 
 struct BadCase {
@@ -136,9 +138,9 @@ TEST(ServingConfigTest, InvalidValuesNameTheKeyPath) {
        {"routing", "routing"},
        "attention.union[1]: \"routing\" is listed twice"},
       {"/default", "yes", "default: expected boolean, got string"},
-      {"/precision", "fp16",
-       "precision: unsupported value \"fp16\" (expected \"auto\" or \"fp32\" or \"bf16\" or "
-       "\"int8\")"},
+      {"/precision", "fp8",
+       "precision: unsupported value \"fp8\" (expected \"auto\" or \"fp32\" or \"bf16\" or "
+       "\"int8\" or \"fp16\")"},
       {"/precision", 16, "precision: expected string, got integer"},
       {"/attention/block_size", 64, "attention.block_size: unknown key"},
       {"/max_document_tokens", 0, "max_document_tokens: 0 is out of range [1, 16777216]"},

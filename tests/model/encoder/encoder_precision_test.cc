@@ -48,6 +48,43 @@ TEST(LinearPrecisionTest, AutoIsBf16WhereTheCpuMultipliesBf16NativelyAndInt8OnAv
   EXPECT_EQ(IsaName(avx2), "avx2");
 }
 
+TEST(LinearPrecisionTest, EachPrecisionRunsWhereItCanAndSaysWhereElse) {
+  EXPECT_EQ(ActivationType(Precision::kFp16), at::kHalf);
+  EXPECT_EQ(AttentionPrecision(at::kHalf), Precision::kFp16);
+  EXPECT_EQ(AttentionPrecision(at::kBFloat16), Precision::kBf16);
+  EXPECT_EQ(AttentionPrecision(at::kFloat), Precision::kFp32);
+  const at::Device gpu(at::kCUDA, 1);
+  for (Precision fine : {Precision::kAuto, Precision::kFp32, Precision::kBf16}) {
+    EXPECT_TRUE(CheckPrecisionOn(fine, at::kCPU, "an encoder").ok());
+    EXPECT_TRUE(CheckPrecisionOn(fine, gpu, "an encoder").ok());
+  }
+  EXPECT_TRUE(CheckPrecisionOn(Precision::kInt8, at::kCPU, "an encoder").ok());
+  EXPECT_TRUE(CheckPrecisionOn(Precision::kFp16, gpu, "an encoder").ok());
+  const absl::Status int8 = CheckPrecisionOn(Precision::kInt8, gpu, "a summarizer");
+  EXPECT_EQ(int8.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(int8.message(),
+            "precision: \"int8\": a summarizer runs int8 on the CPU only; on cuda:1 write "
+            "\"bf16\", \"fp16\", \"fp32\" or \"auto\"");
+  const absl::Status fp16 = CheckPrecisionOn(Precision::kFp16, at::kCPU, "an encoder");
+  EXPECT_EQ(fp16.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fp16.message(),
+            "precision: \"fp16\": an encoder runs fp16 on a CUDA device only (--device=cuda); on "
+            "the CPU write \"bf16\", \"int8\", \"fp32\" or \"auto\"");
+}
+
+TEST(LinearPrecisionTest, AnFp16EncoderIsRefusedOnTheCpu) {
+  const std::string dir = testing::FixturePath("tiny_encoders/bert");
+  absl::StatusOr<EncoderConfig> config = LoadEncoderConfig(dir + "/config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<std::unique_ptr<Encoder>> encoder =
+      Encoder::Create(dir, *config, MakeDenseAttention(), Precision::kFp16, at::kCPU);
+  ASSERT_FALSE(encoder.ok());
+  EXPECT_EQ(encoder.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(encoder.status().message().find("\"fp16\": an encoder runs fp16 on a CUDA device"),
+            std::string::npos)
+      << encoder.status();
+}
+
 // Real, varied English text: the licenses every Debian machine has.
 std::string HeldOutText() {
   std::string text;

@@ -22,6 +22,16 @@ absl::StatusOr<std::unique_ptr<Seq2SeqModel>> Load(const std::string& dir, Preci
   return Seq2SeqModel::Create(dir, *config, nullptr, at::kCPU, precision);
 }
 
+TEST(Seq2SeqPrecisionTest, Fp16IsRefusedOnTheCpu) {
+  absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model =
+      Load(testing::FixturePath("seq2seq/bart"), Precision::kFp16);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("\"fp16\": a summarizer runs fp16 on a CUDA device"),
+            std::string::npos)
+      << model.status();
+}
+
 TEST(Seq2SeqPrecisionTest, AutoIsFp32OnTheCpu) {
   absl::StatusOr<std::unique_ptr<Seq2SeqModel>> model =
       Load(testing::FixturePath("seq2seq/bart"), Precision::kAuto);
