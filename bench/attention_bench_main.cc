@@ -1,7 +1,8 @@
 // docsparse-bench: micro-benchmarks that print figures (never timed tests).
 // `docsparse-bench seq2seq` is bench/seq2seq_bench.h, `docsparse-bench encoder`
 // bench/encoder_bench.h, `docsparse-bench generate` bench/generate_bench.h,
-// `docsparse-bench metrics` bench/metrics_bench.h.
+// `docsparse-bench metrics` bench/metrics_bench.h, `docsparse-bench lsg_plan`
+// bench/lsg_plan_bench.h, `docsparse-bench sbm_tiles` bench/sbm_tiles_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
@@ -43,6 +44,7 @@
 #include "bench/metrics_bench.h"
 #include "bench/pattern_fidelity.h"
 #include "bench/peak_bench.h"
+#include "bench/sbm_tiles_bench.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
 #include "model/checkpoint/huge_page_allocator.h"
@@ -211,6 +213,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "lsg_plan") {
     return docsparse::bench::RunLsgPlanBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "sbm_tiles") {
+    return docsparse::bench::RunSbmTilesBench();
+  }
   if (rest.size() != 2 || std::string(rest[1]) != "attention") {
     std::fprintf(stderr,
                  "usage: docsparse-bench attention [--impl dense,lsg] [--seq 1024,...] "
@@ -233,7 +238,10 @@ int main(int argc, char** argv) {
                  "       docsparse-bench peak [--peak_rows 4096] [--peak_precision fp32,bf16,int8] "
                  "[--repeats 5] [--threads 2] [--json]\n"
                  "       docsparse-bench lsg_plan [--seq 4096,16384] [--heads 12] [--repeats 5] "
-                 "[--json]\n");
+                 "[--json]\n"
+                 "       docsparse-bench sbm_tiles [--tiles_model models/minilm-sbm] "
+                 "[--seq 1024,4096,16384] [--density 0.01,0.05] [--tiles 16x64,64x64,128x64] "
+                 "[--seed 1] [--threads 2] [--json]\n");
     return 2;
   }
   using docsparse::bench::AttentionCase;

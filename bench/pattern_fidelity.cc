@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -16,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/held_out_text.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/planner_registry.h"
 #include "model/checkpoint/hf_config.h"
@@ -47,24 +45,6 @@ ABSL_DECLARE_FLAG(bool, json);
 
 namespace docsparse::bench {
 namespace {
-
-std::string HeldOutText() {
-  std::vector<std::string> files = absl::GetFlag(FLAGS_fid_text);
-  if (files.empty()) {
-    for (const auto& entry : std::filesystem::directory_iterator("/usr/share/common-licenses")) {
-      if (entry.is_regular_file()) files.push_back(entry.path().string());
-    }
-    std::sort(files.begin(), files.end());
-  }
-  std::string text;
-  for (const std::string& file : files) {
-    std::ifstream in(file);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text += buffer.str() + "\n\n";
-  }
-  return text;
-}
 
 struct Run {
   at::Tensor embedding;  // [hidden], unit norm
@@ -154,7 +134,8 @@ int RunFidelityBench() {
                  (!encoder.ok() ? encoder.status() : tokenizer.status()).ToString().c_str());
     return 1;
   }
-  const std::vector<int32_t> text_ids = (*tokenizer)->Encode(HeldOutText());
+  const std::vector<int32_t> text_ids =
+      (*tokenizer)->Encode(HeldOutText(absl::GetFlag(FLAGS_fid_text)));
   std::fprintf(stderr, "fidelity: %s, %zu held-out tokens, isa %s, %d threads\n", dir.c_str(),
                text_ids.size(), std::string(IsaName(HostCpuFeatures())).c_str(),
                at::get_num_threads());
