@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
