@@ -18,6 +18,15 @@
 
 namespace docsparse {
 
+at::Tensor HostFloatCopy(const at::Tensor& x) {
+  if (x.is_cpu()) return x.to(at::kFloat);
+  const at::Tensor fp32 = x.to(at::kFloat);
+  at::Tensor host = at::empty(
+      fp32.sizes(), at::TensorOptions().dtype(at::kFloat).device(at::kCPU).pinned_memory(true));
+  host.copy_(fp32);
+  return host;
+}
+
 bool CudaBuild() {
 #if defined(DOCSPARSE_CUDA_TORCH)
   return true;

@@ -9,6 +9,7 @@
 
 #include "kernels/edge_attention.h"
 #include "kernels/edge_attention_bf16.h"
+#include "model/attention/compute_device.h"
 #include "model/attention/context_buffer.h"
 #include "model/attention/edge_attention_device.h"
 #include "model/attention/edge_plan.h"
@@ -75,8 +76,8 @@ class EdgePlanAttention final : public AttentionMechanism {
           in.item_options.empty() ? ItemAttentionOptions{} : in.item_options[b];
       ItemPlanInput input;
       // The planners compute in fp32 on the host.
-      input.query = query[b].narrow(1, 0, tokens).to(at::kCPU, at::kFloat);
-      input.key = key[b].narrow(1, 0, tokens).to(at::kCPU, at::kFloat);
+      input.query = HostFloatCopy(query[b].narrow(1, 0, tokens));
+      input.key = HostFloatCopy(key[b].narrow(1, 0, tokens));
       input.layer = in.layer;
       input.seed = options.seed;
       input.knobs = native_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/embedding_layer_norm.h"
+#include "model/attention/compute_device.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
 #include "model/attention/planner_registry.h"
@@ -318,21 +319,6 @@ at::Tensor RotateForPositions(const at::Tensor& x, double theta) {
 
 }  // namespace
 
-at::Tensor Encoder::HiddenOnHost(const at::Tensor& x) {
-  if (x.is_cpu()) return x.to(at::kFloat);
-  // Converted to fp32 on the device (one element-wise kernel), then copied
-  // straight into page-locked memory: a copy of a bf16 tensor into pageable
-  // fp32 memory goes through the driver's staging buffer and converts on
-  // the host's cores (LibTorch converts on the CPU for blocking
-  // device-to-host copies), per document 12.6 MB of bf16 to convert at
-  // 16,384 tokens. The caching host allocator keeps the buffers for reuse.
-  const at::Tensor fp32 = x.to(at::kFloat);
-  at::Tensor host = at::empty(
-      fp32.sizes(), at::TensorOptions().dtype(at::kFloat).device(at::kCPU).pinned_memory(true));
-  host.copy_(fp32);
-  return host;
-}
-
 at::Tensor Encoder::Norm(const at::Tensor& x, const at::Tensor& weight,
                          const at::Tensor& bias) const {
   // On the CPU the parameters are fp32, and so is the arithmetic.
@@ -502,7 +488,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
       if (config_.lsg->pool_with_global) x.select(1, global).copy_(x.select(1, 0));
       x = x.narrow(1, global, static_cast<int64_t>(longest));
     }
-    output.hidden = live.Scatter(HiddenOnHost(x), rows);
+    output.hidden = live.Scatter(HostFloatCopy(x), rows);
     for (size_t row = 0; row < live.costs.size(); ++row) {
       if (live.costs[row] != nullptr) live.costs[row]->AddSequence(live.positions[row], run_length);
     }

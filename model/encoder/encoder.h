@@ -185,9 +185,6 @@ class Encoder {
                              const std::vector<int64_t>& lengths,
                              const std::vector<ItemAttentionOptions>& options, int layer,
                              std::vector<ItemAttentionCost>* item_costs) const;
-  // The final hidden states [batch, seq, hidden] as fp32 on the host (in
-  // page-locked memory when x lies on a device).
-  static at::Tensor HiddenOnHost(const at::Tensor& x);
   // LayerNorm over the hidden size with a layer's parameters, in x's type.
   at::Tensor Norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) const;
   // On the CPU a GELU and the feed-forward's first bias run as one pass after

@@ -25,6 +25,18 @@ TEST(ComputeDeviceTest, TheCpuHasNoDeviceTime) {
   EXPECT_FALSE(stopwatch.Stop().has_value());
 }
 
+TEST(ComputeDeviceTest, HostFloatCopyOnTheCpuConvertsOnlyWhatIsNotFp32) {
+  const at::Tensor fp32 = at::randn({3, 5, 4});
+  const at::Tensor view = fp32.narrow(1, 0, 3);
+  const at::Tensor same = HostFloatCopy(view);
+  EXPECT_TRUE(same.is_same(view));  // no copy: the planners read it in place
+  const at::Tensor bf16 = fp32.to(at::kBFloat16);
+  const at::Tensor converted = HostFloatCopy(bf16.narrow(1, 1, 3));
+  EXPECT_EQ(converted.scalar_type(), at::kFloat);
+  EXPECT_TRUE(converted.is_cpu());
+  EXPECT_TRUE(at::equal(converted, bf16.narrow(1, 1, 3).to(at::kFloat)));
+}
+
 TEST(ComputeDeviceTest, WhatIsNotADeviceIsInvalidArgument) {
   for (const std::string text :
        {"", "gpu", "CPU", "cuda:", "cuda:x", "cuda:-1", "cuda:256", "cuda0", "cuda:0:1", "cudax"}) {
