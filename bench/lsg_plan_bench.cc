@@ -19,12 +19,7 @@ ABSL_DECLARE_FLAG(bool, json);
 namespace docsparse::bench {
 
 int RunLsgPlanBench() {
-  LsgConfig config;  // minilm-lsg's: the converter's defaults
-  config.block_size = 128;
-  config.sparse_block_size = 128;
-  config.sparsity_factor = 2;
-  config.sparsity_type = LsgSparsity::kNorm;
-  config.num_global_tokens = 1;
+  const LsgConfig config;  // its defaults are the converter's: minilm-lsg's
   const int heads = absl::GetFlag(FLAGS_heads);
   const int repeats = absl::GetFlag(FLAGS_repeats);
   for (const std::string& text : absl::GetFlag(FLAGS_seq)) {

@@ -26,6 +26,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/cpu_runtime.h"
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/cpu_features.h"
@@ -293,8 +294,12 @@ int Serve() {
   if (const std::string flag = absl::GetFlag(FLAGS_precision); !flag.empty()) {
     load_options.precision = ParsePrecision(flag);
     if (!load_options.precision.has_value()) {
-      std::cerr << "docsparse-server: --precision: \"" << flag
-                << "\" is not one of auto, fp32, bf16, int8, fp16\n";
+      std::cerr << "docsparse-server: --precision: \"" << flag << "\" is not one of "
+                << absl::StrJoin(kPrecisions, ", ",
+                                 [](std::string* out, Precision precision) {
+                                   out->append(PrecisionName(precision));
+                                 })
+                << "\n";
       return 2;
     }
   }

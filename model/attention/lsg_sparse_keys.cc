@@ -368,12 +368,4 @@ bool LsgPaddingReachesTokens(const LsgConfig& config) {
          EffectiveSparsity(config) == LsgSparsity::kBosPooling;
 }
 
-LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
-                                     const at::Tensor& first_query, const at::Tensor& keys,
-                                     const at::Tensor& values, at::Generator lsh_generator) {
-  LsgDerivedKeys derived = DeriveLsgKeys(config, layout, first_query, keys, values, lsh_generator);
-  if (derived.valid.empty()) derived.valid = LsgValidFromLayout(config, layout, keys.size(0));
-  return derived;
-}
-
 }  // namespace docsparse

@@ -20,11 +20,11 @@ struct LsgDerivedKeys {
   std::vector<uint8_t> valid;  // [heads * derived_keys]
 };
 
-// `keys`/`values` are the sequence's token keys [heads, padded_tokens,
-// head_dim] (padding rows included, as the reference sees them);
-// `first_query` [heads, head_dim] is the first token's query (bos_pooling).
-// `lsh_generator` draws LSH's random rotations (lsh only; may be undefined
-// otherwise). Requires layout.derived_keys > 0.
+// The derived keys and values. `keys`/`values` are the sequence's token
+// keys [heads, padded_tokens, head_dim] (padding rows included, as the
+// reference sees them); `first_query` [heads, head_dim] is the first token's
+// query (bos_pooling). `lsh_generator` draws LSH's random rotations (lsh
+// only; may be undefined otherwise). Requires layout.derived_keys > 0.
 //
 // Derived keys come back in the inputs' element type (fp32, or bf16 for a
 // bf16 model). The selecting types (norm, stride, block_stride) copy rows as
@@ -42,22 +42,16 @@ struct LsgDerivedKeys {
 //     take part. We reproduce that, since it changes real tokens' outputs.
 // norm ranks tokens that are not attendable below every attendable one (the
 // reference's norm · mask ties them with an attendable key of norm 0 and
-// leaves the choice to its sort), so for every type but lsh `valid` follows
-// from the layout alone: derived keys on a device are never read back to
-// the host for it.
-LsgDerivedKeys ComputeLsgDerivedKeys(const LsgConfig& config, const LsgLayout& layout,
-                                     const at::Tensor& first_query, const at::Tensor& keys,
-                                     const at::Tensor& values, at::Generator lsh_generator);
-
-// ComputeLsgDerivedKeys in its two halves, for callers that need the
-// validity less often than the keys (the LSG mechanism keeps plans across
-// layers): the keys and values, with `valid` only where it depends on the
-// keys (lsh with a sparsity factor above 1) and empty otherwise ...
+// leaves the choice to its sort), so for every type but lsh (with a sparsity
+// factor above 1) `valid` follows from the layout alone, and DeriveLsgKeys
+// fills it only for lsh: derived keys on a device are never read back to the
+// host for it, and the LSG mechanism makes it only with a plan it keeps
+// across layers.
 LsgDerivedKeys DeriveLsgKeys(const LsgConfig& config, const LsgLayout& layout,
                              const at::Tensor& first_query, const at::Tensor& keys,
                              const at::Tensor& values, at::Generator lsh_generator);
-// ... and, in that case, `valid` from the layout alone, [heads *
-// layout.derived_keys].
+// `valid` where DeriveLsgKeys leaves it empty, from the layout alone,
+// [heads * layout.derived_keys].
 std::vector<uint8_t> LsgValidFromLayout(const LsgConfig& config, const LsgLayout& layout,
                                         int64_t heads);
 

@@ -19,8 +19,7 @@ std::string_view PrecisionName(Precision precision) {
 }
 
 std::optional<Precision> ParsePrecision(std::string_view name) {
-  for (Precision precision :
-       {Precision::kAuto, Precision::kFp32, Precision::kBf16, Precision::kInt8, Precision::kFp16}) {
+  for (Precision precision : kPrecisions) {
     if (PrecisionName(precision) == name) return precision;
   }
   return std::nullopt;

@@ -22,6 +22,11 @@ enum class Precision {
   kFp16,
 };
 
+// Every precision, in the order docsparse.json's and --precision's errors
+// list them.
+inline constexpr Precision kPrecisions[] = {Precision::kAuto, Precision::kFp32, Precision::kBf16,
+                                            Precision::kInt8, Precision::kFp16};
+
 std::string_view PrecisionName(Precision precision);  // "auto", "fp32", "bf16", "int8", "fp16"
 std::optional<Precision> ParsePrecision(std::string_view name);
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -99,7 +100,7 @@ class Validator {
 
   template <typename T>
   absl::StatusOr<T> Enum(const std::string& path, const json& value,
-                         std::initializer_list<std::pair<std::string_view, T>> choices) const {
+                         absl::Span<const std::pair<std::string_view, T>> choices) const {
     ASSIGN_OR_RETURN(const std::string name, String(path, value));
     std::vector<std::string> names;
     for (const auto& [choice, result] : choices) {
@@ -414,13 +415,9 @@ absl::StatusOr<ServingConfig> ParseServingConfig(const nlohmann::json& config,
     RETURN_IF_ERROR(ParseAttention(v, *attention, result.attention));
   }
   if (const json* precision = reader.Get("precision")) {
-    ASSIGN_OR_RETURN(result.precision,
-                     v.Enum<Precision>("precision", *precision,
-                                       {{PrecisionName(Precision::kAuto), Precision::kAuto},
-                                        {PrecisionName(Precision::kFp32), Precision::kFp32},
-                                        {PrecisionName(Precision::kBf16), Precision::kBf16},
-                                        {PrecisionName(Precision::kInt8), Precision::kInt8},
-                                        {PrecisionName(Precision::kFp16), Precision::kFp16}}));
+    std::vector<std::pair<std::string_view, Precision>> choices;
+    for (Precision choice : kPrecisions) choices.emplace_back(PrecisionName(choice), choice);
+    ASSIGN_OR_RETURN(result.precision, v.Enum<Precision>("precision", *precision, choices));
   }
   if (const json* max_tokens = reader.Get("max_document_tokens")) {
     ASSIGN_OR_RETURN(result.max_document_tokens,

@@ -112,24 +112,22 @@ TEST(PrecisionServerTest, Int8StaysWithinItsGateAndClassifiesLikeFp32) {
   EXPECT_EQ(labels_int8->scores(0).label(), "software license");
 }
 
-TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
+// The server with minilm and `flag` does not start, and says `message`.
+void ExpectStartFailsSaying(const std::string& flag, const std::string& message) {
   testing::ServerProcess server;
-  EXPECT_FALSE(
-      server.Start(testing::ServerBinary(),
-                   testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {"--precision=fp8"})));
-  EXPECT_NE(server.output().find("--precision: \"fp8\" is not one of auto, fp32, bf16, int8, fp16"),
-            std::string::npos)
-      << server.output();
+  EXPECT_FALSE(server.Start(testing::ServerBinary(),
+                            testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {flag})));
+  EXPECT_NE(server.output().find(message), std::string::npos) << server.output();
+}
+
+TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
+  ExpectStartFailsSaying("--precision=fp8",
+                         "--precision: \"fp8\" is not one of auto, fp32, bf16, int8, fp16");
 }
 
 TEST(PrecisionServerTest, Fp16OnTheCpuStopsTheServerSayingWhereItRuns) {
-  testing::ServerProcess server;
-  EXPECT_FALSE(
-      server.Start(testing::ServerBinary(),
-                   testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {"--precision=fp16"})));
-  EXPECT_NE(server.output().find("precision: \"fp16\": an encoder runs fp16 on a CUDA device only"),
-            std::string::npos)
-      << server.output();
+  ExpectStartFailsSaying("--precision=fp16",
+                         "precision: \"fp16\": an encoder runs fp16 on a CUDA device only");
 }
 
 TEST(PrecisionServerTest, ADeviceThisBuildCannotUseStopsTheServerNamingTheFlag) {

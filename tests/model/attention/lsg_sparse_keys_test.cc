@@ -1,4 +1,4 @@
-// The derived keys' validity, which ComputeLsgDerivedKeys takes from the
+// The derived keys' validity, which LsgValidFromLayout takes from the
 // layout alone for every type but lsh (so a device never reads it back),
 // against what the derived keys themselves say: for the selecting types the
 // token each derived row was copied from (found by its values) must be
@@ -23,6 +23,16 @@ struct Case {
   int32_t tokens;
   bool mask_first_token;
 };
+
+// DeriveLsgKeys' keys with their validity: its own (lsh), else the layout's.
+LsgDerivedKeys DerivedKeysWithValidity(const LsgConfig& config, const LsgLayout& layout,
+                                       const at::Tensor& first_query, const at::Tensor& keys,
+                                       const at::Tensor& values) {
+  LsgDerivedKeys derived =
+      DeriveLsgKeys(config, layout, first_query, keys, values, at::Generator());
+  if (derived.valid.empty()) derived.valid = LsgValidFromLayout(config, layout, keys.size(0));
+  return derived;
+}
 
 std::string Describe(const Case& c) {
   return "sparsity " + std::to_string(static_cast<int>(c.sparsity)) + " factor " +
@@ -82,7 +92,7 @@ TEST(LsgSparseKeysTest, ValidityFromTheLayoutIsWhatTheKeysSay) {
     const at::Tensor values = at::randn({heads, t, d});
     const at::Tensor first_query = at::randn({heads, d});
     const LsgDerivedKeys derived =
-        ComputeLsgDerivedKeys(config, layout, first_query, keys, values, at::Generator());
+        DerivedKeysWithValidity(config, layout, first_query, keys, values);
     const int64_t count = layout.derived_keys;
     ASSERT_EQ(derived.keys.size(1), count) << Describe(c);
     ASSERT_EQ(derived.valid.size(), static_cast<size_t>(heads * count)) << Describe(c);
@@ -119,8 +129,8 @@ TEST(LsgSparseKeysTest, NormKeepsAnAttendableKeyOfNormZeroOverPadding) {
   at::Tensor keys = at::randn({heads, t, d});
   keys.narrow(1, c.tokens, t - c.tokens).mul_(100);
   keys.select(1, 50).zero_();
-  const LsgDerivedKeys derived = ComputeLsgDerivedKeys(config, layout, at::randn({heads, d}), keys,
-                                                       at::randn({heads, t, d}), at::Generator());
+  const LsgDerivedKeys derived = DerivedKeysWithValidity(config, layout, at::randn({heads, d}),
+                                                         keys, at::randn({heads, t, d}));
   const int64_t count = layout.derived_keys, first_slot = 3 * 8;
   for (int64_t h = 0; h < heads; ++h) {
     // Three padding rows first (invalid), then the five tokens by ascending
