@@ -9,13 +9,14 @@
 namespace docsparse {
 
 Batcher::Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
-                 BatcherHooks hooks, ComputeThread* compute)
+                 BatcherHooks hooks, ComputeThreads* compute)
     : runner_(std::move(runner)),
       limits_(limits),
       max_queue_(max_queue),
       hooks_(std::move(hooks)),
       compute_(compute) {
-  thread_ = std::thread([this] { Loop(); });
+  const int threads = compute_ == nullptr ? 1 : compute_->size();
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
 Batcher::~Batcher() {
@@ -24,7 +25,7 @@ Batcher::~Batcher() {
     stopping_ = true;
     wake_.SignalAll();
   }
-  thread_.join();
+  for (std::thread& thread : threads_) thread.join();
 }
 
 bool Batcher::Submit(std::unique_ptr<EncodeJob> job) {

@@ -4,8 +4,10 @@
 // together and each job gets its rows; for summarizers, the encoder runs
 // them together and their summaries are generated together. Jobs whose
 // client left or whose deadline passed are answered without compute. In the
-// server the batches themselves run on the one compute thread
-// (compute_thread.h); the batcher thread forms them and waits.
+// server the batches themselves run on the compute threads
+// (compute_threads.h), one batch a model instance: a batcher has a thread
+// per instance, each forming a batch and waiting while it computes, so that
+// a model's next batch forms while its last one runs.
 #ifndef DOCSPARSE_SERVER_BATCHER_H_
 #define DOCSPARSE_SERVER_BATCHER_H_
 
@@ -24,7 +26,7 @@
 #include "model/attention/cost_model.h"
 #include "model/encoder/text_encoder.h"
 #include "server/batch_former.h"
-#include "server/compute_thread.h"
+#include "server/compute_threads.h"
 #include "server/drop_reason.h"
 #include "server/generation_job.h"
 #include "server/request_price.h"
@@ -82,8 +84,8 @@ struct EncodeJob {
 absl::Status AbandonedStatus(DropReason reason, const char* stage);
 
 // Computes one formed batch and answers each of its jobs (calls `done` once
-// per job). One batch at a time per model, on the batcher's thread or the
-// compute thread it hands batches to.
+// per job). As many batches at once as the batcher has threads (one per
+// compute thread), so Run must be safe to call concurrently.
 class BatchRunner {
  public:
   virtual ~BatchRunner() = default;
@@ -122,15 +124,16 @@ struct BatcherHooks {
 
 class Batcher {
  public:
-  // Batches run on `compute` (server/compute_thread.h) when given, else on
-  // the batcher's own thread.
+  // Batches run on `compute` (server/compute_threads.h) when given, up to
+  // one per compute thread at once; else on the batcher's own thread, one at
+  // a time.
   Batcher(std::unique_ptr<BatchRunner> runner, BatchLimits limits, size_t max_queue,
-          BatcherHooks hooks, ComputeThread* compute = nullptr);
+          BatcherHooks hooks, ComputeThreads* compute = nullptr);
   // An encoder model's batcher. Borrows `encoder`, which must outlive it.
   Batcher(const TextEncoder& encoder, BatchLimits limits, size_t max_queue, BatcherHooks hooks)
       : Batcher(std::make_unique<EncoderBatchRunner>(encoder), limits, max_queue,
                 std::move(hooks)) {}
-  // Runs every job already accepted, then joins the thread.
+  // Runs every job already accepted, then joins the threads.
   ~Batcher();
 
   // Queues the job; false (the job is dropped without `done`) when the queue
@@ -144,12 +147,12 @@ class Batcher {
   const BatchLimits limits_;
   const size_t max_queue_;
   const BatcherHooks hooks_;
-  ComputeThread* const compute_;
+  ComputeThreads* const compute_;
   mutable Mutex mu_;
   CondVar wake_;  // a job arrived, or stopping
   std::deque<std::unique_ptr<EncodeJob>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace docsparse

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/compute_thread.h"
+#include "server/compute_threads.h"
 
 namespace docsparse {
 
@@ -32,9 +32,9 @@ MeteredDecoderStepper::MeteredDecoderStepper(DecoderStepper& inner, std::vector<
 
 absl::StatusOr<at::Tensor> MeteredDecoderStepper::Step(const at::Tensor& tokens) {
   // Before each step, batches of other models that queued on the compute
-  // thread meanwhile run (server/compute_thread.h): a summary decoding for
+  // thread meanwhile run (server/compute_threads.h): a summary decoding for
   // seconds does not hold them until it ends. Not counted as this step's time.
-  ComputeThread::RunWaitingTasks();
+  ComputeThreads::RunWaitingTasks();
   const double flops_before = inner_.flops();
   const auto start = BatchClock::now();
   absl::StatusOr<at::Tensor> logits = inner_.Step(tokens);

@@ -3,7 +3,7 @@
 // row belongs to (following Reorder as beams are chosen and finished
 // requests leave), each request's share of the decoder FLOPs, and when each
 // request's first token was chosen. Before each step it also lets other
-// models' batches waiting on the compute thread run (compute_thread.h).
+// models' batches waiting on the compute thread run (compute_threads.h).
 #ifndef DOCSPARSE_SERVER_METERED_DECODER_STEPPER_H_
 #define DOCSPARSE_SERVER_METERED_DECODER_STEPPER_H_
 

@@ -221,7 +221,8 @@ struct Families {
         gpu_seconds(BuildCounter()
                         .Name("docsparse_gpu_seconds_total")
                         .Help("Time the model's batches took on the GPU (CUDA events around each "
-                              "batch on its stream; gaps waiting for the host included).")
+                              "batch on its stream; gaps waiting for the host included; the "
+                              "batches of two model instances may overlap).")
                         .Register(registry)),
         model_load(BuildGauge()
                        .Name("docsparse_model_load_seconds")

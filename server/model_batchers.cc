@@ -8,7 +8,7 @@ namespace docsparse {
 
 ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
                              int max_batch_size_override, size_t max_queue,
-                             ComputeThread* compute) {
+                             ComputeThreads* compute) {
   for (const ServedModel* model : registry.models()) {
     const BatchingConfig& config = model->serving.batching;
     BatchLimits limits;

@@ -18,9 +18,9 @@ class ModelBatchers {
   // Borrows the registry and metrics. `max_batch_size_override` > 0 replaces
   // every model's batching.max_batch_size (e.g. 1 to measure without
   // batching); `max_queue` caps each model's queue. Batches of every model
-  // run on `compute` when given (the server's one compute thread).
+  // run on `compute` when given (the server's compute threads).
   ModelBatchers(const ModelRegistry& registry, Metrics& metrics, int max_batch_size_override,
-                size_t max_queue, ComputeThread* compute = nullptr);
+                size_t max_queue, ComputeThreads* compute = nullptr);
   // Finishes every accepted job.
   ~ModelBatchers() = default;
 

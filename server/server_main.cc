@@ -28,11 +28,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/cpu_runtime.h"
+#include "common/mutex.h"
 #include "grpc/health/v1/health.pb.h"
 #include "kernels/cpu_features.h"
 #include "model/attention/compute_device.h"
 #include "model/checkpoint/huge_page_allocator.h"
-#include "server/compute_thread.h"
+#include "server/compute_threads.h"
 #include "server/document_service.h"
 #include "server/document_tasks.h"
 #include "server/http_api.h"
@@ -50,7 +51,13 @@ ABSL_FLAG(std::string, host, "0.0.0.0", "Address to bind the gRPC and HTTP ports
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one).");
 ABSL_FLAG(int, metrics_port, 9090, "HTTP port for /metrics, /healthz, /readyz (0: free one).");
 ABSL_FLAG(std::string, model_repository, "models", "Folder of model folders.");
-ABSL_FLAG(int, threads, 0, "LibTorch intra-op threads (0: all cores).");
+ABSL_FLAG(int, threads, 0,
+          "LibTorch intra-op threads, divided among the --instances (0: all cores).");
+ABSL_FLAG(int, instances, 0,
+          "Model instances: batches that compute at once, each on a thread of its own (on a "
+          "GPU with a CUDA stream of its own), sharing --threads. 0: 1 on the CPU (a lone "
+          "request gets every core), 2 on a GPU (one batch's kernels run while another's host "
+          "work is done).");
 ABSL_FLAG(std::string, precision, "",
           "Precision of every encoder model: auto (bf16 where the CPU has AMX "
           "or AVX512-BF16, else fp32), fp32, bf16, int8 (int8 linear layers, the rest bf16 "
@@ -193,31 +200,41 @@ int Serve() {
 
   KeepFreedMemoryForReuse();  // before any thread that allocates starts
   UseHugePagesForLargeCpuTensors();
-  // Every model computation runs on this one thread, loading and warm-up
-  // included (compute_thread.h says why). Debian's LibTorch starts with one
-  // intra-op thread; set the count explicitly, on that thread.
-  ComputeThread compute;
-  const int threads = std::max(1, absl::GetFlag(FLAGS_threads) > 0
-                                      ? absl::GetFlag(FLAGS_threads)
-                                      : static_cast<int>(std::thread::hardware_concurrency()));
-  int compute_threads = 0;
-  compute.Run([threads, &compute_threads] {
-    at::set_num_threads(threads);
-    compute_threads = at::get_num_threads();
-  });
-  std::cerr << "docsparse-server: " << compute_threads << " threads, BLAS " << BlasDescription()
-            << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
-
   absl::StatusOr<at::Device> device = ParseComputeDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) {
     std::cerr << "docsparse-server: --device: " << device.status().message() << "\n";
     return 2;
   }
+  const absl::StatusOr<ComputeLayout> layout =
+      LayOutCompute(absl::GetFlag(FLAGS_instances), absl::GetFlag(FLAGS_threads), device->is_cuda(),
+                    static_cast<int>(std::thread::hardware_concurrency()));
+  if (!layout.ok()) {
+    std::cerr << "docsparse-server: " << layout.status().message() << "\n";
+    return 2;
+  }
+  // Every model computation runs on these threads, loading and warm-up
+  // included (compute_threads.h says why). Debian's LibTorch starts with one
+  // intra-op thread; set each instance's count explicitly, on its thread. On
+  // a GPU each thread's CUDA work goes to a stream of its own (not the
+  // legacy default stream, which would serialise with any other), for the
+  // thread's life.
+  Mutex setup_mu;  // at::set_num_threads also resets process-wide state
+  ComputeThreads compute(layout->instances,
+                         [threads = layout->threads_per_instance, device = *device, &setup_mu] {
+                           {
+                             MutexLock lock(&setup_mu);
+                             at::set_num_threads(threads);
+                           }
+                           if (device.is_cuda())
+                             static thread_local DeviceStreamScope stream(device);
+                         });
+  int instance_threads = 0;
+  compute.Run([&instance_threads] { instance_threads = at::get_num_threads(); });
+  std::cerr << "docsparse-server: " << compute.size()
+            << (compute.size() == 1 ? " instance of " : " instances of ") << instance_threads
+            << " threads, BLAS " << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures())
+            << "\n";
   if (device->is_cuda()) {
-    // The compute thread's CUDA work goes to a stream of its own (not the
-    // legacy default stream, which would serialise with any other), for
-    // the thread's life.
-    compute.Run([&device] { static thread_local DeviceStreamScope stream(*device); });
     std::cerr << "docsparse-server: models on " << DescribeDevice(*device) << "\n";
   }
 
@@ -388,10 +405,16 @@ int Serve() {
   std::cout << "docsparse-server: listening grpc=" << host << ":" << grpc_port << " http=" << host
             << ":" << (*http)->port() << std::endl;
 
-  // Warm-up: one forward pass per model before reporting SERVING.
+  // Warm-up: one forward pass per model and instance before reporting
+  // SERVING.
   for (const ServedModel* model : (*registry)->models()) {
+    Mutex warm_mu;
     absl::Status warm;
-    compute.Run([&warm, model] { warm = WarmUp(*model); });
+    compute.RunOnEach([&] {
+      absl::Status status = WarmUp(*model);
+      MutexLock lock(&warm_mu);
+      warm.Update(status);
+    });
     if (!warm.ok()) {
       std::cerr << "docsparse-server: warm-up of '" << model->name << "' failed: " << warm.message()
                 << "\n";

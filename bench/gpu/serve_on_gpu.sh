@@ -4,7 +4,9 @@
 # (max_batch_size 16) and off (1), LSG against dense attention on the same
 # model, p50/p99 at a fixed offered load, and an LSG-BART-base-shaped
 # summarizer at 16,384 tokens (greedy, 128 new tokens), minilm-sbm at a 5%
-# density cap at both lengths, and minilm-lsg alone in fp16. One JSON line per
+# density cap at both lengths, and minilm-lsg alone in fp16. Every server runs
+# the GPU's default two model instances (--instances) but one, minilm-lsg
+# alone on one instance, which says what the second gains. One JSON line per
 # case on stdout; logs and the lines under $OUT.
 #
 #   bench/gpu/serve_on_gpu.sh STAGE [SECONDS]
@@ -17,7 +19,8 @@
 # (bench/gpu/shaped_checkpoint.py): speed depends on the shapes, not the
 # values. SECONDS (default 15) is each measured case's duration. With
 # DOCSPARSE_E2E_QUICK=1 only minilm-lsg alone (max_batch_size 1), LSG and
-# dense, at both lengths: the figures a change to the LSG path moves.
+# dense, at both lengths, and LSG on one instance: the figures a change to
+# the LSG path or the instances moves.
 set -uo pipefail
 stage="$1"
 seconds="${2:-15}"
@@ -116,9 +119,20 @@ minilm_cases() { # MAX_BATCH
   load "dense-16k-batch$1" embed 16384 8 "$seconds" --attention dense
 }
 
+# minilm-lsg alone on one model instance (--instances=1): against the
+# two-instance LSG rows of minilm_cases 1.
+one_instance_cases() {
+  start_server minilm-lsg 1 --instances=1 || exit 1
+  load warm embed 4096 16 3 >/dev/null
+  load lsg-4k-batch1-instances1 embed 4096 16 "$seconds"
+  load lsg-16k-batch1-instances1 embed 16384 8 "$seconds"
+  stop_server minilm-lsg-instances1
+}
+
 if [[ ${DOCSPARSE_E2E_QUICK:-0} == 1 ]]; then
   minilm_cases 1
   stop_server minilm-lsg-batch1
+  one_instance_cases
   exit 0
 fi
 
@@ -134,6 +148,7 @@ stop_server minilm-lsg
 
 minilm_cases 1
 stop_server minilm-lsg-batch1
+one_instance_cases
 
 # LSG-BART-base shape at 16,384 tokens (truncated to the model's window).
 start_server lsg-bart-16k 4 || exit 1

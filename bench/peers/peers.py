@@ -619,11 +619,15 @@ def run_worker(cmd: list[str], threads: int) -> tuple[list[dict], int]:
 
 
 class Server:
-    def __init__(self, build: Path, threads: int, precision: str, log_path: Path):
+    def __init__(self, build: Path, threads: int, precision: str, log_path: Path,
+                 instances: int = 1):
         self.cmd = [str(build / "server" / "docsparse-server"), "--model_repository=models",
                     "--host=127.0.0.1", "--port=0", "--metrics_port=0", f"--threads={threads}"]
         if precision != "default":
             self.cmd.append(f"--precision={precision}")
+        if instances != 1:
+            # --threads is divided among them (docsparse-server --help).
+            self.cmd.append(f"--instances={instances}")
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.address = ""
@@ -722,9 +726,11 @@ def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[di
         log("docsparse: the server's --precision defaults to "
             f"{default_precision or 'each model docsparse.json (auto)'}")
     rows = []
-    for precision in csv_list(args.docsparse_precision):
-        log_path = Path(args.work_dir) / f"server-{precision}.log"
-        server = Server(build, args.threads, precision, log_path)
+    for precision, instances in [(p, i) for p in csv_list(args.docsparse_precision)
+                                 for i in csv_ints(args.docsparse_instances)]:
+        suffix = "" if instances == 1 else f"-instances{instances}"
+        log_path = Path(args.work_dir) / f"server-{precision}{suffix}.log"
+        server = Server(build, args.threads, precision, log_path, instances)
         log(f"docsparse: starting {' '.join(server.cmd)}")
         why = server.start()
         shown_precision = precision
@@ -779,7 +785,8 @@ def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[di
                                "docs_per_s": round(report["requests_per_s"], 3),
                                "tokens_per_s": round(report["tokens_per_s"], 1),
                                "isa": args.isa, "threads": args.threads, "model": model,
-                               "concurrency": conc, "docs": report["ok"],
+                               "concurrency": conc, "instances": instances,
+                               "docs": report["ok"],
                                "seconds": round(report["elapsed_s"], 2),
                                "counted_tokens": round(tokens, 1),
                                "latency_p50_ms": round(report["latency_ms"]["p50"], 1),
@@ -797,7 +804,9 @@ def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[di
 
 def column_of(row: dict) -> str:
     if row["impl"] == "docsparse":
-        return f"docsparse {row['model']} {row['precision']}"
+        instances = row.get("instances", 1)
+        return (f"docsparse {row['model']} {row['precision']}" +
+                ("" if instances == 1 else f", {instances} instances"))
     return f"{row['impl']} {row['precision']}"
 
 
@@ -833,7 +842,7 @@ def best_rounds(rows: list[dict]) -> list[dict]:
     """The embedding rows' best rounds: the most documents per second."""
     return best_of_rounds(rows, lambda r: (r["impl"], r["precision"], r.get("model"), r["tokens"],
                                            r.get("batch"), r.get("concurrency"),
-                                           r.get("batch_unit")),
+                                           r.get("instances", 1), r.get("batch_unit")),
                           "docs_per_s", higher_is_better=True)
 
 
@@ -894,7 +903,9 @@ def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
         out.append("| impl | precision | model | tokens | batch/conc | docs/s | tokens/s |")
         out.append("|---|---|---|---:|---:|---:|---:|")
         for r in rows:
-            bc = (f"c{r['concurrency']}" if r["impl"] == "docsparse" else
+            instances = r.get("instances", 1)
+            bc = (f"c{r['concurrency']}" + ("" if instances == 1 else f", {instances} instances")
+                  if r["impl"] == "docsparse" else
                   f"{r['batch']} windows" if r.get("batch_unit") == "windows" else str(r["batch"]))
             docs = with_rounds(f"{r['docs_per_s']:.3g}", r.get("docs_per_s_rounds", []), ".3g")
             out.append(f"| {r['impl']} | {r['precision']} | {r.get('model', 'minilm')} | "
@@ -1154,6 +1165,9 @@ def parse_args(argv=None):
                    help="docsparse models for longer documents (add minilm for its chunking)")
     p.add_argument("--docsparse-precision", default="default",
                    help="comma list of default|fp32|bf16|auto; 'default' passes no --precision")
+    p.add_argument("--docsparse-instances", default="1",
+                   help="comma list of docsparse-server --instances counts (each its own "
+                        "server and column; --threads divided among the instances)")
     p.add_argument("--work-dir", default=str(CACHE / "peers"))
     p.add_argument("--out", default=None, help="markdown report (default WORK_DIR/peers.md)")
     p.add_argument("--summarize", action="store_true",

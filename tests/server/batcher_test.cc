@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "model/text/wordpiece_tokenizer.h"
@@ -110,6 +112,47 @@ TEST_F(BatcherTest, FullQueueRefusesAndCancelledJobsAreDropped) {
   EXPECT_EQ(expired_code, absl::StatusCode::kDeadlineExceeded);
   EXPECT_GE(ok.load(), 1);
   EXPECT_GE(drops.load(), 2);
+}
+
+// The encoder's runner, slowed and watched: how many batches ran at once.
+class WatchedRunner final : public BatchRunner {
+ public:
+  WatchedRunner(const TextEncoder& encoder, std::atomic<int>* most_at_once)
+      : inner_(encoder), most_at_once_(most_at_once) {}
+  void Run(std::vector<std::unique_ptr<EncodeJob>> batch) override {
+    const int now = ++running_;
+    int most = most_at_once_->load();
+    while (now > most && !most_at_once_->compare_exchange_weak(most, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    inner_.Run(std::move(batch));
+    --running_;
+  }
+
+ private:
+  EncoderBatchRunner inner_;
+  std::atomic<int> running_{0};
+  std::atomic<int>* const most_at_once_;
+};
+
+// Each compute thread is a model instance: with two, a model's next batch
+// forms and computes while its last one runs, and every job still gets its
+// own rows.
+TEST_F(BatcherTest, TwoComputeThreadsComputeTwoBatchesOfOneModelAtOnce) {
+  for (const int instances : {1, 2}) {
+    std::atomic<int> ok{0}, batch_sizes{0}, most_at_once{0};
+    BatchLimits limits;
+    limits.max_batch_size = 1;
+    {
+      ComputeThreads compute(instances);
+      Batcher batcher(std::make_unique<WatchedRunner>(*text_, &most_at_once), limits, 64,
+                      BatcherHooks{}, &compute);
+      for (int i = 0; i < 6; ++i) ASSERT_TRUE(batcher.Submit(Job(10 + i, &ok, &batch_sizes)));
+    }  // the batcher's destructor drains, then the compute threads stop
+    EXPECT_EQ(ok.load(), 6) << instances;
+    EXPECT_EQ(batch_sizes.load(), 6) << instances;
+    EXPECT_EQ(most_at_once.load(), instances);
+  }
 }
 
 }  // namespace
