@@ -88,28 +88,40 @@ void ComputeThreads::Drain() {
     Task* task = nullptr;
     {
       MutexLock lock(&mu_);
-      if (queue_.empty()) return;
+      if (queue_.empty() || idle_ > 0) return;
       task = queue_.front();
       queue_.pop_front();
     }
-    (*task->work)();
-    MutexLock lock(&mu_);
-    task->done = true;
+    RunTask(task);
   }
+}
+
+void ComputeThreads::RunTask(Task* task) {
+  (*task->work)();
+  MutexLock lock(&mu_);
+  task->done = true;
 }
 
 void ComputeThreads::Loop(const std::function<void()>& setup) {
   if (setup) setup();
   while (true) {
+    Task* task = nullptr;
     {
       MutexLock lock(&mu_);
       const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stopping_ || !queue_.empty();
       };
+      // Idle until a task is taken in the same hold of the lock, so that a
+      // long task's RunWaitingTasks never takes what this thread was woken
+      // for.
+      ++idle_;
       mu_.Await(absl::Condition(&ready));
+      --idle_;
       if (queue_.empty()) return;  // stopping, nothing left
+      task = queue_.front();
+      queue_.pop_front();
     }
-    Drain();
+    RunTask(task);
   }
 }
 

@@ -22,8 +22,9 @@
 // another's kernels run.
 //
 // A long task (an abstractive summary decodes for seconds) calls
-// RunWaitingTasks() between steps, so that batches of other models queued
-// meanwhile run then instead of waiting for it to end.
+// RunWaitingTasks() between steps, so that batches queued meanwhile run then
+// instead of waiting for it to end, unless another compute thread is free to
+// take them.
 #ifndef DOCSPARSE_SERVER_COMPUTE_THREADS_H_
 #define DOCSPARSE_SERVER_COMPUTE_THREADS_H_
 
@@ -76,8 +77,9 @@ class ComputeThreads {
   void RunOnEach(const std::function<void()>& task);
 
   // On a compute thread, inside a long task: runs the tasks queued since,
-  // then returns. Does nothing on any other thread, so model code may call
-  // it whoever runs it (tests run batches on their own threads).
+  // while no other compute thread is idle (an idle one takes them), then
+  // returns. Does nothing on any other thread, so model code may call it
+  // whoever runs it (tests run batches on their own threads).
   static void RunWaitingTasks();
 
  private:
@@ -86,13 +88,16 @@ class ComputeThreads {
     bool done = false;
   };
   void Loop(const std::function<void()>& setup);
-  // Pops and runs queued tasks until the queue is empty (or, for the loop,
-  // until stopping).
+  // Inside a long task: pops and runs queued tasks until the queue is empty
+  // or another compute thread waits for work.
   void Drain();
+  // Runs a popped task and marks it done.
+  void RunTask(Task* task);
 
   Mutex mu_;
   std::deque<Task*> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
   std::vector<std::thread> threads_;
 };
 

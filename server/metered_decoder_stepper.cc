@@ -31,9 +31,10 @@ MeteredDecoderStepper::MeteredDecoderStepper(DecoderStepper& inner, std::vector<
 }
 
 absl::StatusOr<at::Tensor> MeteredDecoderStepper::Step(const at::Tensor& tokens) {
-  // Before each step, batches of other models that queued on the compute
-  // thread meanwhile run (server/compute_threads.h): a summary decoding for
-  // seconds does not hold them until it ends. Not counted as this step's time.
+  // Before each step, batches that queued on the compute threads meanwhile
+  // run, unless another compute thread is free to take them
+  // (server/compute_threads.h): a summary decoding for seconds does not hold
+  // them until it ends. Not counted as this step's time.
   ComputeThreads::RunWaitingTasks();
   const double flops_before = inner_.flops();
   const auto start = BatchClock::now();

@@ -2,8 +2,8 @@
 // cost report and the metrics: how long each step took, which request each
 // row belongs to (following Reorder as beams are chosen and finished
 // requests leave), each request's share of the decoder FLOPs, and when each
-// request's first token was chosen. Before each step it also lets other
-// models' batches waiting on the compute thread run (compute_threads.h).
+// request's first token was chosen. Before each step it also lets batches
+// waiting for a compute thread run when none is free (compute_threads.h).
 #ifndef DOCSPARSE_SERVER_METERED_DECODER_STEPPER_H_
 #define DOCSPARSE_SERVER_METERED_DECODER_STEPPER_H_
 

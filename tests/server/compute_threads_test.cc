@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -81,6 +82,34 @@ TEST(ComputeThreadsTest, ALongTaskLetsWaitingTasksRunBetweenItsSteps) {
   EXPECT_GT(steps_after_short_task.load(), 100);
 }
 
+// With a second thread free, a long task leaves what is queued to it rather
+// than running it between its own steps (here steps with no pause: without
+// the rule the long task would often win the race for the queue).
+TEST(ComputeThreadsTest, ALongTaskLeavesWaitingTasksToAnIdleThread) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ComputeThreads compute(2);
+    compute.RunOnEach([] {});  // both threads started
+    absl::Notification long_task_started, short_task_done;
+    std::thread::id long_thread, short_thread;
+    auto long_task = std::async(std::launch::async, [&] {
+      compute.Run([&] {
+        long_thread = std::this_thread::get_id();
+        // Time for the other thread to be back waiting for work.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        long_task_started.Notify();
+        while (!short_task_done.HasBeenNotified()) ComputeThreads::RunWaitingTasks();
+      });
+    });
+    long_task_started.WaitForNotification();
+    compute.Run([&] {
+      short_thread = std::this_thread::get_id();
+      short_task_done.Notify();
+    });
+    long_task.get();
+    ASSERT_NE(short_thread, long_thread) << "attempt " << attempt;
+  }
+}
+
 TEST(ComputeThreadsTest, RunWaitingTasksOffTheComputeThreadDoesNothing) {
   ComputeThreads compute;
   ComputeThreads::RunWaitingTasks();  // a test's own thread: returns at once
@@ -124,7 +153,7 @@ TEST(ComputeThreadsTest, TwoThreadsRunTwoTasksAtOnce) {
 TEST(ComputeThreadsTest, SetupRunsOnceOnEveryThreadBeforeItsTasks) {
   static thread_local int set_up = 0;
   std::atomic<int> setups{0};
-  ComputeThreads compute(3, [&] {
+  auto compute = std::make_unique<ComputeThreads>(3, [&] {
     ++set_up;
     ++setups;
   });
@@ -134,7 +163,7 @@ TEST(ComputeThreadsTest, SetupRunsOnceOnEveryThreadBeforeItsTasks) {
   for (int i = 0; i < 8; ++i) {
     callers.emplace_back([&] {
       for (int j = 0; j < 10; ++j) {
-        compute.Run([&] {
+        compute->Run([&] {
           std::lock_guard<std::mutex> lock(mu);
           seen.insert(set_up);
         });
@@ -142,6 +171,7 @@ TEST(ComputeThreadsTest, SetupRunsOnceOnEveryThreadBeforeItsTasks) {
     });
   }
   for (std::thread& caller : callers) caller.join();
+  compute.reset();  // joins: every thread has started
   EXPECT_EQ(seen, std::set<int>{1});
   EXPECT_EQ(setups.load(), 3);
 }
