@@ -323,6 +323,8 @@ int Serve() {
   absl::StatusOr<std::unique_ptr<ModelRegistry>> registry;
   compute.Run([&registry, &load_options] {
     registry = ModelRegistry::Load(absl::GetFlag(FLAGS_model_repository), load_options);
+    // The other instances read these weights from their own streams.
+    FinishQueuedDeviceWork(load_options.device);
   });
   if (!registry.ok()) {
     std::cerr << "docsparse-server: " << registry.status().message() << "\n";

@@ -98,6 +98,14 @@ DeviceStreamScope::DeviceStreamScope(at::Device device) {
 
 DeviceStreamScope::~DeviceStreamScope() = default;
 
+void FinishQueuedDeviceWork(at::Device device) {
+#if defined(DOCSPARSE_CUDA_TORCH)
+  if (device.is_cuda()) at::cuda::getCurrentCUDAStream(device.index()).synchronize();
+#else
+  (void)device;
+#endif
+}
+
 std::optional<DeviceMemory> ReadDeviceMemory(at::Device device) {
 #if defined(DOCSPARSE_CUDA_TORCH)
   if (!device.is_cuda()) return std::nullopt;

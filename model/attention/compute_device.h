@@ -43,6 +43,12 @@ class DeviceStreamScope {
   std::unique_ptr<Guard> guard_;
 };
 
+// Waits until the work this thread queued on its current stream of `device`
+// has run; nothing on the CPU. A model loaded on one compute thread (its
+// weights converted and packed by kernels on that thread's stream) is read
+// by the others from their own streams: the loader calls this first.
+void FinishQueuedDeviceWork(at::Device device);
+
 // `x` in fp32 on the host: on the CPU x itself, converted if it is not fp32
 // already; from a device, converted there and copied straight into
 // page-locked memory (contiguous). LibTorch's blocking `x.to(kCPU, kFloat)`

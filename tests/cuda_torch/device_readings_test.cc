@@ -35,6 +35,19 @@ TEST(DeviceReadingsTest, StopwatchTimesTheStreamsWorkWithinTheHostsWallTime) {
   EXPECT_FALSE(stopwatch.Stop().has_value()) << "a second Stop";
 }
 
+// What a model's loader queued on its stream has run once it returns, so
+// another instance's stream reads finished weights.
+TEST(DeviceReadingsTest, FinishQueuedDeviceWorkWaitsForThisThreadsStream) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Device device(at::kCUDA, 0);
+  DeviceStreamScope stream(device);
+  const at::Tensor a = at::randn({4096, 4096}, at::TensorOptions().device(device));
+  at::Tensor product = a;
+  for (int i = 0; i < 20; ++i) product = product.matmul(a).tanh();
+  FinishQueuedDeviceWork(device);
+  EXPECT_TRUE(at::cuda::getCurrentCUDAStream().query());
+}
+
 TEST(DeviceReadingsTest, UtilizationIsAFractionWhereTheDriverHasNvml) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const std::optional<double> utilization = ReadDeviceUtilization(at::Device(at::kCUDA, 0));

@@ -17,6 +17,7 @@ TEST(ComputeDeviceTest, CpuParsesAndHasNoDeviceMemory) {
   EXPECT_FALSE(ReadDeviceMemory(*device).has_value());
   EXPECT_FALSE(ReadDeviceUtilization(*device).has_value());
   DeviceStreamScope nothing_to_do(*device);
+  FinishQueuedDeviceWork(*device);  // nothing queued, nothing to wait for
 }
 
 TEST(ComputeDeviceTest, TheCpuHasNoDeviceTime) {
