@@ -32,6 +32,18 @@ inline void StartServer(const std::string& model_repository, std::vector<std::st
   server->client = *std::move(client);
 }
 
+// The server over MiniLmOnlyRepository() with `flags` does not start, and
+// its output says `message`.
+inline void ExpectMiniLmServerStartFailsSaying(const std::vector<std::string>& flags,
+                                               const std::string& message) {
+  ServerProcess server;
+  EXPECT_FALSE(server.Start(ServerBinary(), LoopbackFlags(MiniLmOnlyRepository(), flags)))
+      << flags.front();
+  EXPECT_NE(server.output().find(message), std::string::npos)
+      << "expected '" << message << "' in:\n"
+      << server.output();
+}
+
 }  // namespace docsparse::testing
 
 #endif  // DOCSPARSE_TESTS_COMMON_RUNNING_SERVER_H_

@@ -21,6 +21,7 @@
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "tests/common/fixture_paths.h"
 #include "tests/common/http_client.h"
+#include "tests/common/running_server.h"
 #include "tests/common/server_process.h"
 
 namespace docsparse {
@@ -187,12 +188,8 @@ TEST(AuthFlagTest, ABadTokenFileStopsTheServerNamingTheLine) {
   const fs::path tokens = fs::path(::testing::TempDir()) /
                           ("docsparse-bad-tokens." + std::to_string(getpid()) + ".txt");
   std::ofstream(tokens) << "short\n";
-  testing::ServerProcess server;
-  EXPECT_FALSE(server.Start(testing::ServerBinary(),
-                            testing::LoopbackFlags(testing::MiniLmOnlyRepository(),
-                                                   {"--auth_token_file=" + tokens.string()})));
-  EXPECT_NE(server.output().find(":1: a token needs at least 16 characters"), std::string::npos)
-      << server.output();
+  testing::ExpectMiniLmServerStartFailsSaying({"--auth_token_file=" + tokens.string()},
+                                              ":1: a token needs at least 16 characters");
   fs::remove(tokens);
 }
 

@@ -92,15 +92,10 @@ TEST(InstancesServerTest, TwoInstancesComputeTwoRequestsAtOnceAndAnswerAsOneInst
 }
 
 TEST(InstancesServerTest, ACountOutOfRangeStopsTheServerNamingTheFlag) {
-  for (const char* flag : {"--instances=-1", "--instances=65"}) {
-    testing::ServerProcess server;
-    EXPECT_FALSE(server.Start(testing::ServerBinary(),
-                              testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {flag})))
-        << flag;
-    EXPECT_NE(server.output().find(std::string("--instances: ") + (flag + 12) + " is not 0"),
-              std::string::npos)
-        << server.output();
-  }
+  testing::ExpectMiniLmServerStartFailsSaying(
+      {"--instances=-1"}, "--instances: -1 is not 0 (1 on the CPU, 2 on a GPU)");
+  testing::ExpectMiniLmServerStartFailsSaying(
+      {"--instances=65"}, "--instances: 65 is not 0 (1 on the CPU, 2 on a GPU)");
 }
 
 }  // namespace

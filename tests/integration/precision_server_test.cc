@@ -112,33 +112,21 @@ TEST(PrecisionServerTest, Int8StaysWithinItsGateAndClassifiesLikeFp32) {
   EXPECT_EQ(labels_int8->scores(0).label(), "software license");
 }
 
-// The server with minilm and `flag` does not start, and says `message`.
-void ExpectStartFailsSaying(const std::string& flag, const std::string& message) {
-  testing::ServerProcess server;
-  EXPECT_FALSE(server.Start(testing::ServerBinary(),
-                            testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {flag})));
-  EXPECT_NE(server.output().find(message), std::string::npos) << server.output();
-}
-
 TEST(PrecisionServerTest, AnUnknownPrecisionStopsTheServerNamingTheFlag) {
-  ExpectStartFailsSaying("--precision=fp8",
-                         "--precision: \"fp8\" is not one of auto, fp32, bf16, int8, fp16");
+  testing::ExpectMiniLmServerStartFailsSaying(
+      {"--precision=fp8"}, "--precision: \"fp8\" is not one of auto, fp32, bf16, int8, fp16");
 }
 
 TEST(PrecisionServerTest, Fp16OnTheCpuStopsTheServerSayingWhereItRuns) {
-  ExpectStartFailsSaying("--precision=fp16",
-                         "precision: \"fp16\": an encoder runs fp16 on a CUDA device only");
+  testing::ExpectMiniLmServerStartFailsSaying(
+      {"--precision=fp16"}, "precision: \"fp16\": an encoder runs fp16 on a CUDA device only");
 }
 
 TEST(PrecisionServerTest, ADeviceThisBuildCannotUseStopsTheServerNamingTheFlag) {
   // A CPU build (CI's) has no CUDA; a CUDA build on a machine without a GPU
   // has no device 0. Either way the server exits saying why, before loading.
   for (const char* flag : {"--device=cuda", "--device=tpu"}) {
-    testing::ServerProcess server;
-    EXPECT_FALSE(server.Start(testing::ServerBinary(),
-                              testing::LoopbackFlags(testing::MiniLmOnlyRepository(), {flag})))
-        << flag;
-    EXPECT_NE(server.output().find("--device: \""), std::string::npos) << server.output();
+    testing::ExpectMiniLmServerStartFailsSaying({flag}, "--device: \"");
   }
 }
 
