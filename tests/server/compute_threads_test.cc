@@ -190,22 +190,25 @@ TEST(ComputeThreadsTest, RunOnEachRunsOnceOnEveryThread) {
 }
 
 TEST(LayOutComputeTest, OneInstanceOnTheCpuTwoOnAGpuThreadsDividedAmongThem) {
-  absl::StatusOr<ComputeLayout> cpu = LayOutCompute(0, 0, /*gpu=*/false, 8);
-  ASSERT_TRUE(cpu.ok());
-  EXPECT_EQ(cpu->instances, 1);
-  EXPECT_EQ(cpu->threads_per_instance, 8);
-  absl::StatusOr<ComputeLayout> gpu = LayOutCompute(0, 16, /*gpu=*/true, 32);
-  ASSERT_TRUE(gpu.ok());
-  EXPECT_EQ(gpu->instances, 2);
-  EXPECT_EQ(gpu->threads_per_instance, 8);
-  absl::StatusOr<ComputeLayout> two = LayOutCompute(2, 0, /*gpu=*/false, 2);
-  ASSERT_TRUE(two.ok());
-  EXPECT_EQ(two->instances, 2);
-  EXPECT_EQ(two->threads_per_instance, 1);
-  // More instances than threads: one thread each, not none.
-  absl::StatusOr<ComputeLayout> many = LayOutCompute(4, 3, /*gpu=*/false, 2);
-  ASSERT_TRUE(many.ok());
-  EXPECT_EQ(many->threads_per_instance, 1);
+  struct Case {
+    int instances_flag, threads_flag;
+    bool gpu;
+    int cores;
+    ComputeLayout expected;
+  };
+  const Case cases[] = {
+      {0, 0, false, 8, {1, 8}},   // the CPU's default: one instance, every core
+      {0, 16, true, 32, {2, 8}},  // a GPU's default: two, --threads shared
+      {2, 0, false, 2, {2, 1}},
+      {4, 3, false, 2, {4, 1}},  // more instances than threads: one each, not none
+  };
+  for (const Case& c : cases) {
+    const absl::StatusOr<ComputeLayout> layout =
+        LayOutCompute(c.instances_flag, c.threads_flag, c.gpu, c.cores);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    EXPECT_EQ(layout->instances, c.expected.instances) << c.instances_flag;
+    EXPECT_EQ(layout->threads_per_instance, c.expected.threads_per_instance) << c.instances_flag;
+  }
 }
 
 TEST(LayOutComputeTest, RefusesACountOutsideItsRangeNamingTheFlag) {
