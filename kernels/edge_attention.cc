@@ -158,7 +158,11 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
 // eight keys at a time, reduced to one vector of eight scores by a transpose
 // (no horizontal sum per key), the values of a chunk prefetched while its
 // scores are computed, and the accumulator in registers while the chunk's
-// values are added.
+// values are added. The loops over vectors and over the eight keys are
+// unrolled by pragma: our builds are -O2, which leaves them rolled, and then
+// the accumulator and the eight dot products live on the stack, each edge's
+// p·v waiting on a store-to-load round trip (1.9-2.6x slower at head_dim 32,
+// docs/BENCHMARKS.md "SBM's edge executor").
 template <int kVectors>
 DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, const float* values,
                                         const int32_t* index, int64_t count, float scale,
@@ -173,11 +177,13 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
     const int32_t* chunk = index + start;
     {
       __m256 q[kVectors];
+#pragma GCC unroll 16
       for (int c = 0; c < kVectors; ++c) {
         q[c] = _mm256_mul_ps(_mm256_loadu_ps(query + 8 * c), _mm256_set1_ps(scale));
       }
       for (int t = 0; t < n; t += 8) {
         __m256 dots[8];
+#pragma GCC unroll 16
         for (int u = 0; u < 8; ++u) {
           if (t + u >= n) {
             dots[u] = _mm256_setzero_ps();
@@ -185,16 +191,19 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
           }
           if (start + t + u + kAhead < count) {
             const float* ahead = keys + static_cast<int64_t>(chunk[t + u + kAhead]) * kDim;
+#pragma GCC unroll 16
             for (int line = 0; line < kDim; line += 16) {
               _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
             }
           }
           const float* v = values + static_cast<int64_t>(chunk[t + u]) * kDim;
+#pragma GCC unroll 16
           for (int line = 0; line < kDim; line += 16) {
             _mm_prefetch(reinterpret_cast<const char*>(v + line), _MM_HINT_T0);
           }
           const float* k = keys + static_cast<int64_t>(chunk[t + u]) * kDim;
           __m256 sum = _mm256_mul_ps(q[0], _mm256_loadu_ps(k));
+#pragma GCC unroll 16
           for (int c = 1; c < kVectors; ++c) {
             sum = _mm256_fmadd_ps(q[c], _mm256_loadu_ps(k + 8 * c), sum);
           }
@@ -219,11 +228,13 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
     const int padded = (n + 7) & ~7;
     for (int t = n; t < padded; ++t) scratch.scores[t] = chunk_max - 100.0f;
     __m256 acc[kVectors];
+#pragma GCC unroll 16
     for (int c = 0; c < kVectors; ++c) acc[c] = _mm256_loadu_ps(scratch.acc + 8 * c);
     if (chunk_max > running_max) {
       const float correction = std::exp(running_max - chunk_max);
       const __m256 factor = _mm256_set1_ps(correction);
       denominator *= correction;
+#pragma GCC unroll 16
       for (int c = 0; c < kVectors; ++c) acc[c] = _mm256_mul_ps(acc[c], factor);
       running_max = chunk_max;
     }
@@ -237,9 +248,11 @@ DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, c
       denominator += weight;
       const __m256 w = _mm256_set1_ps(weight);
       const float* v = values + static_cast<int64_t>(chunk[t]) * kDim;
+#pragma GCC unroll 16
       for (int c = 0; c < kVectors; ++c)
         acc[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), acc[c]);
     }
+#pragma GCC unroll 16
     for (int c = 0; c < kVectors; ++c) _mm256_storeu_ps(scratch.acc + 8 * c, acc[c]);
   }
   const __m256 inverse = _mm256_set1_ps(denominator > 0 ? 1.0f / denominator : 0.0f);
