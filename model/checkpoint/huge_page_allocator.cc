@@ -7,6 +7,13 @@
 #include <torch/version.h>
 
 #include <cstdlib>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
+#include "model/checkpoint/freed_block_cache.h"
 
 // LibTorch 2.3 made Allocator::allocate non-const and added a pure
 // copy_data. The project builds against Debian's LibTorch (1.13) and, with
@@ -20,6 +27,10 @@
 namespace docsparse {
 namespace {
 
+size_t RoundUpToHugePages(size_t bytes) {
+  return (bytes + kHugePageTensorBytes - 1) / kHugePageTensorBytes * kHugePageTensorBytes;
+}
+
 class HugePageCpuAllocator final : public c10::Allocator {
  public:
   explicit HugePageCpuAllocator(c10::Allocator* fallback) : fallback_(fallback) {}
@@ -30,12 +41,7 @@ class HugePageCpuAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t bytes) const override {
 #endif
     if (bytes < kHugePageTensorBytes) return fallback_->allocate(bytes);
-    void* data = nullptr;
-    TORCH_CHECK(posix_memalign(&data, kHugePageTensorBytes, bytes) == 0,
-                "out of CPU memory allocating ", bytes, " bytes");
-    // Whole huge pages only: the block's tail may share a page with other
-    // heap memory. A kernel without THP refuses; the block works as before.
-    (void)madvise(data, bytes / kHugePageTensorBytes * kHugePageTensorBytes, MADV_HUGEPAGE);
+    void* data = Allocate(RoundUpToHugePages(bytes));
     return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
   }
 
@@ -49,17 +55,67 @@ class HugePageCpuAllocator final : public c10::Allocator {
   }
 #endif
 
+  // The one instance, which Free (a plain function pointer, as LibTorch
+  // wants) returns blocks to.
+  static HugePageCpuAllocator* installed;
+
  private:
-  static void Free(void* data) { std::free(data); }
+  // A block of `bytes` (whole huge pages): a kept one of about that size, or
+  // a new one.
+  void* Allocate(size_t bytes) const {
+    {
+      MutexLock lock(&mu_);
+      if (const std::optional<FreedBlockCache::Block> kept = freed_.Take(bytes)) {
+        live_.emplace(kept->data, kept->bytes);
+        return kept->data;
+      }
+    }
+    void* data = nullptr;
+    TORCH_CHECK(posix_memalign(&data, kHugePageTensorBytes, bytes) == 0,
+                "out of CPU memory allocating ", bytes, " bytes");
+    // A kernel without THP refuses; the block works as before.
+    (void)madvise(data, bytes, MADV_HUGEPAGE);
+    MutexLock lock(&mu_);
+    live_.emplace(data, bytes);
+    return data;
+  }
+
+  // Keeps a block this allocator made for reuse; frees anything else (small
+  // blocks come here through raw_deleter), and what the cache drops.
+  void Release(void* data) const {
+    std::vector<FreedBlockCache::Block> dropped;
+    {
+      MutexLock lock(&mu_);
+      const auto live = live_.find(data);
+      if (live != live_.end()) {
+        dropped = freed_.Keep({data, live->second});
+        live_.erase(live);
+      } else {
+        dropped.push_back({data, 0});
+      }
+    }
+    for (const FreedBlockCache::Block& block : dropped) std::free(block.data);
+  }
+
+  static void Free(void* data) {
+    if (data != nullptr) installed->Release(data);
+  }
 
   c10::Allocator* fallback_;
+  // allocate() is const before LibTorch 2.3.
+  mutable Mutex mu_;
+  mutable std::unordered_map<void*, size_t> live_ ABSL_GUARDED_BY(mu_);  // block -> bytes
+  mutable FreedBlockCache freed_ ABSL_GUARDED_BY(mu_){kKeptFreedBlockBytes};
 };
+
+HugePageCpuAllocator* HugePageCpuAllocator::installed = nullptr;
 
 }  // namespace
 
 void UseHugePagesForLargeCpuTensors() {
   static HugePageCpuAllocator* const allocator = [] {
     auto* created = new HugePageCpuAllocator(c10::GetDefaultCPUAllocator());
+    HugePageCpuAllocator::installed = created;
     c10::SetCPUAllocator(created);
     return created;
   }();

@@ -5,6 +5,9 @@
 // /sys/kernel/mm/transparent_hugepage/enabled says "madvise" or "always").
 // Smaller tensors go to LibTorch's own allocator, as before. PyTorch 2.1
 // added the same behind THP_MEM_ALLOC_ENABLE; Debian's LibTorch 1.13 has not.
+// Large blocks are whole huge pages, and a freed one is kept (up to 1 GiB of
+// them, freed_block_cache.h) for the next tensor of about its size, instead
+// of going back to the kernel and being faulted in and zeroed again.
 //
 // Why: the kernels read the attention's keys and values from the QKV
 // projection's output, a row every 2,304 bytes (bf16) or 4,608 (fp32), each
@@ -21,6 +24,16 @@ namespace docsparse {
 
 // Tensors of at least this many bytes get huge pages.
 inline constexpr size_t kHugePageTensorBytes = size_t{2} << 20;
+
+// How many bytes of freed large blocks are kept for reuse: enough for a
+// 16,384-token forward's transient tensors on two model instances. None
+// under AddressSanitizer, which could then no longer see a tensor's block
+// used after it was freed.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr size_t kKeptFreedBlockBytes = 0;
+#else
+inline constexpr size_t kKeptFreedBlockBytes = size_t{1} << 30;
+#endif
 
 // Installs the allocator for the rest of the process (idempotent). Tensors
 // allocated before keep their own deleter, so it may come at any time;
