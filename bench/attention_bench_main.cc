@@ -2,7 +2,8 @@
 // `docsparse-bench seq2seq` is bench/seq2seq_bench.h, `docsparse-bench encoder`
 // bench/encoder_bench.h, `docsparse-bench generate` bench/generate_bench.h,
 // `docsparse-bench metrics` bench/metrics_bench.h, `docsparse-bench lsg_plan`
-// bench/lsg_plan_bench.h, `docsparse-bench sbm_tiles` bench/sbm_tiles_bench.h.
+// bench/lsg_plan_bench.h, `docsparse-bench sbm_tiles` bench/sbm_tiles_bench.h,
+// `docsparse-bench edges` bench/edge_executor_bench.h.
 //
 //   docsparse-bench attention --impl dense,lsg --seq 1024,4096,16384
 //       [--heads 12] [--dim 64] [--density D,...] [--repeats 5] [--threads 2]
@@ -38,6 +39,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/attention_impls.h"
+#include "bench/edge_executor_bench.h"
 #include "bench/encoder_bench.h"
 #include "bench/generate_bench.h"
 #include "bench/lsg_plan_bench.h"
@@ -213,6 +215,9 @@ int main(int argc, char** argv) {
   if (rest.size() == 2 && std::string(rest[1]) == "lsg_plan") {
     return docsparse::bench::RunLsgPlanBench();
   }
+  if (rest.size() == 2 && std::string(rest[1]) == "edges") {
+    return docsparse::bench::RunEdgeExecutorBench();
+  }
   if (rest.size() == 2 && std::string(rest[1]) == "sbm_tiles") {
     return docsparse::bench::RunSbmTilesBench();
   }
@@ -239,6 +244,8 @@ int main(int argc, char** argv) {
                  "[--repeats 5] [--threads 2] [--json]\n"
                  "       docsparse-bench lsg_plan [--seq 4096,16384] [--heads 12] [--repeats 5] "
                  "[--json]\n"
+                 "       docsparse-bench edges [--seq 1024,4096,16384] [--heads 12] [--dim 64] "
+                 "[--density 0.05,0.2] [--repeats 5] [--threads 2] [--seed 1] [--json]\n"
                  "       docsparse-bench sbm_tiles [--tiles_model models/minilm-sbm] "
                  "[--seq 1024,4096,16384] [--density 0.01,0.05] [--tiles 16x64,64x64,128x64] "
                  "[--seed 1] [--threads 2] [--json]\n");

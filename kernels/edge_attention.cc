@@ -161,8 +161,8 @@ DOCSPARSE_EDGE_AVX2 void AttendRowAvx2(const float* query, const float* keys, co
 // values are added. The loops over vectors and over the eight keys are
 // unrolled by pragma: our builds are -O2, which leaves them rolled, and then
 // the accumulator and the eight dot products live on the stack, each edge's
-// p·v waiting on a store-to-load round trip (1.9-2.6x slower at head_dim 32,
-// docs/BENCHMARKS.md "SBM's edge executor").
+// p·v waiting on a store-to-load round trip (1.3-1.65x slower at head_dim 32,
+// docs/BENCHMARKS.md "SBM's edge executor and freed blocks kept").
 template <int kVectors>
 DOCSPARSE_EDGE_AVX2 void AttendRowFixed(const float* query, const float* keys, const float* values,
                                         const int32_t* index, int64_t count, float scale,

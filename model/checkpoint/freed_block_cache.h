@@ -1,11 +1,12 @@
 // Large freed memory blocks kept for the next allocation of about their size,
-// as PyTorch's CUDA caching allocator keeps device memory: the CPU allocator
+// as PyTorch's CUDA caching allocator keeps device memory. The CPU allocator
 // (huge_page_allocator.h) returns a tensor's block here instead of to glibc,
-// which unmaps blocks that large, so that the next forward's tensor of the
-// same shape did not fault its pages in again, each huge page zeroed by the
-// kernel: a 4,096-token forward took ~90 such faults (180 MB zeroed, ~3.5% of
-// its time on the AVX2 machine, more where the products are faster;
-// docs/BENCHMARKS.md "Freed blocks kept").
+// which unmaps blocks above its mmap threshold (32 MiB, common/cpu_runtime.h):
+// the next forward's tensor of that shape faulted its pages in again, each
+// huge page zeroed by the kernel. A 4,096-token minilm-lsg forward took ~90
+// such faults (180 MB zeroed, ~20 ms of ~500 on the AVX2 machine; more of the
+// whole where the products are faster): docs/BENCHMARKS.md "SBM's edge
+// executor and freed blocks kept".
 //
 // Best fit within 2x (a 3 MiB request never takes a 100 MiB block), the
 // oldest blocks dropped first once more than the capacity is kept. Not
