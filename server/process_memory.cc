@@ -12,6 +12,8 @@ extern "C" size_t __sanitizer_get_free_bytes();
 
 #include <fstream>
 
+#include "model/checkpoint/huge_page_allocator.h"
+
 namespace docsparse {
 
 ProcessMemory ReadProcessMemory() {
@@ -33,6 +35,12 @@ ProcessMemory ReadProcessMemory() {
   memory.heap_in_use_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
   memory.heap_free_bytes = static_cast<int64_t>(info.fordblks);
 #endif
+  // Tensors' freed blocks the CPU allocator keeps for reuse are in use to
+  // malloc but free to the server: counted as freed, so that the heap in use
+  // still falls back when requests end.
+  const auto kept = static_cast<int64_t>(KeptFreedBlockBytesNow());
+  memory.heap_in_use_bytes -= kept;
+  memory.heap_free_bytes += kept;
   return memory;
 }
 

@@ -11,9 +11,12 @@
 namespace docsparse {
 
 struct ProcessMemory {
-  int64_t resident_bytes = 0;     // RSS, from /proc/self/statm
-  int64_t heap_in_use_bytes = 0;  // glibc malloc: allocated and not freed (mallinfo2)
-  int64_t heap_free_bytes = 0;    // glibc malloc: freed, kept for reuse
+  int64_t resident_bytes = 0;  // RSS, from /proc/self/statm
+  // glibc malloc (mallinfo2): allocated and not freed, less the tensor blocks
+  // the CPU allocator keeps for reuse (huge_page_allocator.h) ...
+  int64_t heap_in_use_bytes = 0;
+  // ... which count here, with what malloc keeps freed.
+  int64_t heap_free_bytes = 0;
 };
 
 // Now. Fields it cannot read stay 0.

@@ -55,6 +55,11 @@ class HugePageCpuAllocator final : public c10::Allocator {
   }
 #endif
 
+  size_t kept_bytes() const {
+    MutexLock lock(&mu_);
+    return freed_.kept_bytes();
+  }
+
   // The one instance, which Free (a plain function pointer, as LibTorch
   // wants) returns blocks to.
   static HugePageCpuAllocator* installed;
@@ -120,6 +125,11 @@ void UseHugePagesForLargeCpuTensors() {
     return created;
   }();
   (void)allocator;
+}
+
+size_t KeptFreedBlockBytesNow() {
+  const HugePageCpuAllocator* allocator = HugePageCpuAllocator::installed;
+  return allocator == nullptr ? 0 : allocator->kept_bytes();
 }
 
 }  // namespace docsparse

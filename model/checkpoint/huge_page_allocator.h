@@ -40,6 +40,11 @@ inline constexpr size_t kKeptFreedBlockBytes = size_t{1} << 30;
 // earliest is best.
 void UseHugePagesForLargeCpuTensors();
 
+// Bytes of freed large blocks kept for reuse now: freed memory to the
+// process, in use to glibc (server/process_memory.cc counts them as freed).
+// 0 before UseHugePagesForLargeCpuTensors.
+size_t KeptFreedBlockBytesNow();
+
 }  // namespace docsparse
 
 #endif  // DOCSPARSE_MODEL_CHECKPOINT_HUGE_PAGE_ALLOCATOR_H_

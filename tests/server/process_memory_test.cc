@@ -1,10 +1,12 @@
 #include "server/process_memory.h"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <memory>
 
+#include "model/checkpoint/huge_page_allocator.h"
 #include "server/metrics.h"
 #include "tests/common/exposition.h"
 
@@ -26,6 +28,23 @@ TEST(ProcessMemoryTest, HeapInUseFollowsAnAllocationAndFallsBackWhenItIsFreed) {
   block.reset();
   const ProcessMemory after = ReadProcessMemory();
   EXPECT_LT(after.heap_in_use_bytes - before.heap_in_use_bytes, 4 * kMiB);
+}
+
+TEST(ProcessMemoryTest, TensorBlocksKeptForReuseCountAsFreed) {
+  if (kKeptFreedBlockBytes == 0) GTEST_SKIP() << "no block is kept under AddressSanitizer";
+  UseHugePagesForLargeCpuTensors();
+  const ProcessMemory before = ReadProcessMemory();
+  {
+    const at::Tensor tensor = at::ones({16 * kMiB}, at::kFloat);  // 64 MiB
+    EXPECT_EQ(tensor.sum().item<double>(), 16.0 * kMiB);
+    const ProcessMemory holding = ReadProcessMemory();
+    EXPECT_GE(holding.heap_in_use_bytes - before.heap_in_use_bytes, 60 * kMiB);
+  }
+  // Its block is kept by the CPU allocator, and counted as freed.
+  EXPECT_GE(KeptFreedBlockBytesNow(), static_cast<size_t>(64 * kMiB));
+  const ProcessMemory after = ReadProcessMemory();
+  EXPECT_LT(after.heap_in_use_bytes - before.heap_in_use_bytes, 4 * kMiB);
+  EXPECT_GE(after.heap_free_bytes, 64 * kMiB);
 }
 
 TEST(ProcessMemoryTest, MetricsShowIt) {
