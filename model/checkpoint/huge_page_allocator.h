@@ -25,8 +25,10 @@ namespace docsparse {
 // Tensors of at least this many bytes get huge pages.
 inline constexpr size_t kHugePageTensorBytes = size_t{2} << 20;
 
-// How many bytes of freed large blocks are kept for reuse: enough for a
-// 16,384-token forward's transient tensors on two model instances. None
+// How many bytes of freed large blocks are kept for reuse: more than the
+// transient tensors of 16,384-token requests on two instances (minilm-lsg in
+// int8: RSS 871 MB at the peak against 469 MB once ready; docs/BENCHMARKS.md
+// "Model instances"), so a long request's blocks all serve the next one. None
 // under AddressSanitizer, which could then no longer see a tensor's block
 // used after it was freed.
 #if defined(__SANITIZE_ADDRESS__)
