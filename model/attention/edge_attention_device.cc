@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/align_up.h"
 
 #if defined(DOCSPARSE_CUDA_TORCH)
 #include <ATen/cuda/CUDAContext.h>
@@ -60,8 +61,6 @@ absl::Status CheckEdges(const HeadEdgeList& edges, int64_t q_len, int64_t k_len)
   }
   return absl::OkStatus();
 }
-
-int64_t AlignUp(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
 
 // q, k, v and out checked, and their element type.
 absl::StatusOr<CudaElementType> CheckOperands(const at::Tensor& q, const at::Tensor& k,

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/align_up.h"
 
 #if defined(DOCSPARSE_CUDA_TORCH)
 #include <ATen/cuda/CUDAContext.h>
@@ -16,12 +17,6 @@
 namespace docsparse {
 
 #if defined(DOCSPARSE_CUDA_TORCH)
-
-namespace {
-
-int64_t AlignUp(int64_t bytes, int64_t to) { return (bytes + to - 1) / to * to; }
-
-}  // namespace
 
 absl::StatusOr<SampledDeviceHead> SampleSbmHeadOnDevice(const SbmHeadSampler& sampler,
                                                         uint64_t head_key, at::Device device) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/align_up.h"
 #include "common/mutex.h"
 #include "model/checkpoint/freed_block_cache.h"
 
@@ -27,10 +28,6 @@
 namespace docsparse {
 namespace {
 
-size_t RoundUpToHugePages(size_t bytes) {
-  return (bytes + kHugePageTensorBytes - 1) / kHugePageTensorBytes * kHugePageTensorBytes;
-}
-
 class HugePageCpuAllocator final : public c10::Allocator {
  public:
   explicit HugePageCpuAllocator(c10::Allocator* fallback) : fallback_(fallback) {}
@@ -41,7 +38,8 @@ class HugePageCpuAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t bytes) const override {
 #endif
     if (bytes < kHugePageTensorBytes) return fallback_->allocate(bytes);
-    void* data = Allocate(RoundUpToHugePages(bytes));
+    void* data = Allocate(static_cast<size_t>(
+        AlignUp(static_cast<int64_t>(bytes), static_cast<int64_t>(kHugePageTensorBytes))));
     return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
   }
 
@@ -118,13 +116,14 @@ HugePageCpuAllocator* HugePageCpuAllocator::installed = nullptr;
 }  // namespace
 
 void UseHugePagesForLargeCpuTensors() {
-  static HugePageCpuAllocator* const allocator = [] {
-    auto* created = new HugePageCpuAllocator(c10::GetDefaultCPUAllocator());
-    HugePageCpuAllocator::installed = created;
-    c10::SetCPUAllocator(created);
-    return created;
+  // Once: the allocator lives as long as the process (tensors made with it
+  // may be freed at any time, exit included).
+  static const bool once = [] {
+    HugePageCpuAllocator::installed = new HugePageCpuAllocator(c10::GetDefaultCPUAllocator());
+    c10::SetCPUAllocator(HugePageCpuAllocator::installed);
+    return true;
   }();
-  (void)allocator;
+  (void)once;
 }
 
 size_t KeptFreedBlockBytesNow() {
