@@ -11,15 +11,16 @@
 # machines drift by ±10% within minutes, and one run each has shown a 10%
 # "difference" between two configurations that ran the same path.
 # DOCSPARSE_INSTANCES="1 2" runs every configuration at each of those
-# docsparse-server --instances counts (default "1"; the cores divided among
-# the instances).
+# docsparse-server --instances counts (default "0", the server's default:
+# two, a lone batch widened to every core; the cores divided among the
+# instances).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 duration="${1:-20}"
 rounds="${2:-1}"
 build="${DOCSPARSE_BUILD_DIR:-build}"
 
-instances_list="${DOCSPARSE_INSTANCES:-1}"
+instances_list="${DOCSPARSE_INSTANCES:-0}"
 
 run_case() { # MAX_BATCH INSTANCES TOKENS CONCURRENCY ROUND
   local max_batch="$1" instances="$2"

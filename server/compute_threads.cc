@@ -2,36 +2,50 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/layer_boundary.h"
 
 namespace docsparse {
 namespace {
 
 // The ComputeThreads this thread is one of, if any.
 thread_local ComputeThreads* current_compute_threads = nullptr;
+// The threads this compute thread's tasks run on now (with widening).
+thread_local int current_width = 0;
 
 }  // namespace
 
 absl::StatusOr<ComputeLayout> LayOutCompute(int instances_flag, int threads_flag, bool gpu,
-                                            int cores) {
+                                            int cores, bool widen_lone_batches) {
   if (instances_flag < 0 || instances_flag > kMaxInstances) {
-    return absl::InvalidArgumentError(absl::StrCat("--instances: ", instances_flag,
-                                                   " is not 0 (1 on the CPU, 2 on a GPU) or a ",
-                                                   "count from 1 to ", kMaxInstances));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--instances: ", instances_flag,
+                     " is not 0 (2 on a GPU or a CPU of two cores or more, else 1) or a ",
+                     "count from 1 to ", kMaxInstances));
   }
-  ComputeLayout layout;
-  layout.instances = instances_flag > 0 ? instances_flag : (gpu ? 2 : 1);
   const int threads = threads_flag > 0 ? threads_flag : std::max(1, cores);
+  ComputeLayout layout;
+  if (instances_flag > 0) {
+    layout.instances = instances_flag;
+  } else {
+    layout.instances = gpu || (widen_lone_batches && threads >= 2) ? 2 : 1;
+  }
   layout.threads_per_instance = std::max(1, threads / layout.instances);
+  const bool widens = widen_lone_batches && !gpu && layout.instances > 1;
+  layout.lone_batch_threads =
+      widens ? std::max(threads, layout.threads_per_instance) : layout.threads_per_instance;
   return layout;
 }
 
-ComputeThreads::ComputeThreads(int count, std::function<void()> setup) {
+ComputeThreads::ComputeThreads(int count, std::function<void()> setup, LoneTaskWidening widening)
+    : widening_(std::move(widening)),
+      widens_(widening_.lone > widening_.shared && widening_.set_threads != nullptr) {
   for (int i = 0; i < std::max(1, count); ++i) {
-    threads_.emplace_back([this, setup] {
+    threads_.emplace_back([this, i, setup] {
       current_compute_threads = this;
-      Loop(setup);
+      Loop(i, setup);
     });
   }
 }
@@ -83,12 +97,41 @@ void ComputeThreads::RunWaitingTasks() {
   if (current_compute_threads != nullptr) current_compute_threads->Drain();
 }
 
+void ComputeThreads::GiveBackLoneCoresIfWaitedFor() {
+  if (current_compute_threads != nullptr) current_compute_threads->NarrowLoneTask();
+}
+
+void ComputeThreads::NarrowLoneTask() {
+  if (!widens_ || current_width != widening_.lone) return;
+  {
+    MutexLock lock(&mu_);
+    if (!lone_running_ || queue_.empty()) return;
+    lone_running_ = false;  // an idle thread may take the queue's front now
+  }
+  SetWidth(widening_.shared);
+}
+
+void ComputeThreads::SetWidth(int threads) {
+  if (threads == current_width) return;
+  widening_.set_threads(threads);
+  current_width = threads;
+}
+
+bool ComputeThreads::MayTake(int index) const {
+  if (!widens_) return true;
+  if (lone_running_) return false;
+  return index == 0 || first_busy_ || queue_.size() >= 2;
+}
+
 void ComputeThreads::Drain() {
+  NarrowLoneTask();
   while (true) {
     Task* task = nullptr;
     {
       MutexLock lock(&mu_);
-      if (queue_.empty() || idle_ > 0) return;
+      // An idle thread takes what is queued, unless this task is a lone one,
+      // which holds every core: then it runs them itself, at its width.
+      if (queue_.empty() || (idle_ > 0 && !lone_running_)) return;
       task = queue_.front();
       queue_.pop_front();
     }
@@ -102,14 +145,17 @@ void ComputeThreads::RunTask(Task* task) {
   task->done = true;
 }
 
-void ComputeThreads::Loop(const std::function<void()>& setup) {
+void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
   if (setup) setup();
+  current_width = widening_.shared;
+  if (widens_) layer_boundary_hook = &ComputeThreads::GiveBackLoneCoresIfWaitedFor;
   while (true) {
     Task* task = nullptr;
+    bool lone = false;
     {
       MutexLock lock(&mu_);
-      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
+      const auto ready = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return queue_.empty() ? stopping_ : MayTake(index);
       };
       // Idle until a task is taken in the same hold of the lock, so that a
       // long task's RunWaitingTasks never takes what this thread was woken
@@ -120,8 +166,18 @@ void ComputeThreads::Loop(const std::function<void()>& setup) {
       if (queue_.empty()) return;  // stopping, nothing left
       task = queue_.front();
       queue_.pop_front();
+      lone = widens_ && index == 0 && busy_ == 0 && queue_.empty();
+      ++busy_;
+      if (index == 0) first_busy_ = true;
+      lone_running_ = lone;
     }
-    RunTask(task);
+    if (widens_) SetWidth(lone ? widening_.lone : widening_.shared);
+    (*task->work)();
+    MutexLock lock(&mu_);
+    --busy_;
+    if (index == 0) first_busy_ = false;
+    if (lone) lone_running_ = false;
+    task->done = true;
   }
 }
 

@@ -14,12 +14,18 @@
 // on the CPU the server divides --threads among them, so that the teams
 // together never outnumber the cores.
 //
-// One instance (the CPU's default) gives a lone request every core. Two
-// instances of one thread each compute two batches side by side without
-// OpenMP's barriers: more documents a second under concurrent load, each
-// request slower (docs/BENCHMARKS.md). On a GPU an instance is a CUDA stream
-// of its own: while one batch waits for the host (planning, launches, copies)
-// another's kernels run.
+// Two instances of one thread each compute two batches side by side without
+// OpenMP's barriers: more documents a second under concurrent load than one
+// instance of two threads (docs/BENCHMARKS.md). A lone request would then get
+// one core of two; so on the CPU the first instance widens a batch it runs
+// alone (no other instance computing, nothing else queued) to every thread,
+// and gives the borrowed cores back at its next layer once another batch
+// waits, which the other instances run meanwhile. The first instance
+// only: libgomp keeps a pool of workers per thread that starts parallel
+// regions and, once its pools hold more threads than there are cores, stops
+// spinning between regions; one wide instance keeps them within the cores.
+// On a GPU an instance is a CUDA stream of its own: while one batch waits for
+// the host (planning, launches, copies) another's kernels run.
 //
 // A long task (an abstractive summary decodes for seconds) calls
 // RunWaitingTasks() between steps, so that batches queued meanwhile run then
@@ -40,27 +46,42 @@
 namespace docsparse {
 
 // How the server's compute is laid out: `instances` compute threads, each
-// parallelising an operation over `threads_per_instance` OpenMP threads.
+// parallelising an operation over `threads_per_instance` OpenMP threads, and
+// over `lone_batch_threads` for a batch the first instance runs alone.
 struct ComputeLayout {
   int instances = 1;
   int threads_per_instance = 1;
+  int lone_batch_threads = 1;
 };
 inline constexpr int kMaxInstances = 64;
 
-// What docsparse-server's --instances and --threads come to on a machine
-// with `cores` cores, models on a GPU or not: --instances 0 is 1 on the CPU
-// and 2 on a GPU; --threads 0 (or less) is every core; the threads are
-// divided among the instances, at least one each. INVALID_ARGUMENT naming
-// --instances outside 0..kMaxInstances.
+// What docsparse-server's --instances, --threads and --widen_lone_batches
+// come to on a machine with `cores` cores, models on a GPU or not:
+// --instances 0 is 2 on a GPU, and on the CPU 2 when lone batches widen and
+// there are two threads or more, else 1; --threads 0 (or less) is every core;
+// the threads are divided among the instances, at least one each; a lone
+// batch gets them all when widening (CPU only, more than one instance).
+// INVALID_ARGUMENT naming --instances outside 0..kMaxInstances.
 absl::StatusOr<ComputeLayout> LayOutCompute(int instances_flag, int threads_flag, bool gpu,
-                                            int cores);
+                                            int cores, bool widen_lone_batches);
+
+// How a thread's share of the cores changes per task: before a task runs,
+// its thread calls `set_threads` with the threads the task gets when that
+// differs from its last (`lone` for a task the first thread runs alone,
+// `shared` for any other). Off while `lone` <= `shared`.
+struct LoneTaskWidening {
+  int shared = 1;
+  int lone = 1;
+  std::function<void(int threads)> set_threads;
+};
 
 class ComputeThreads {
  public:
   // `count` (>= 1) threads; each runs `setup` (may be empty) once when it
   // starts, before any task: what a thread of its own needs (its OpenMP
-  // thread count, its CUDA stream).
-  explicit ComputeThreads(int count = 1, std::function<void()> setup = nullptr);
+  // thread count, which `widening.shared` must then be; its CUDA stream).
+  explicit ComputeThreads(int count = 1, std::function<void()> setup = nullptr,
+                          LoneTaskWidening widening = {});
   ~ComputeThreads();  // runs what is queued, then joins
   ComputeThreads(const ComputeThreads&) = delete;
   ComputeThreads& operator=(const ComputeThreads&) = delete;
@@ -68,7 +89,9 @@ class ComputeThreads {
   int size() const { return static_cast<int>(threads_.size()); }
 
   // Runs `task` on the first free compute thread and returns once it has
-  // finished (in place when called from one of these threads).
+  // finished (in place when called from one of these threads). With
+  // widening, a task queued alone while no thread computes runs on the first
+  // thread with the lone share, and no other task starts until it ends.
   void Run(const std::function<void()>& task);
 
   // Runs `task` once on every compute thread (at once) and returns when all
@@ -82,15 +105,29 @@ class ComputeThreads {
   // whoever runs it (tests run batches on their own threads).
   static void RunWaitingTasks();
 
+  // On a compute thread running a lone task that widened: if another task
+  // waits, the task goes on at its shared width and an idle thread takes the
+  // waiting one. Installed as the compute threads' layer boundary
+  // (common/layer_boundary.h), so that a lone forward gives its borrowed
+  // cores back within a layer; RunWaitingTasks does it too.
+  static void GiveBackLoneCoresIfWaitedFor();
+
  private:
   struct Task {
     const std::function<void()>* work;
     bool done = false;
   };
-  void Loop(const std::function<void()>& setup);
+  void Loop(int index, const std::function<void()>& setup);
+  // Whether thread `index` may take the queue's front task now: with
+  // widening, none while a lone task runs, and a lone task (one queued,
+  // nothing computing) is left to the first thread.
+  bool MayTake(int index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Inside a long task: pops and runs queued tasks until the queue is empty
-  // or another compute thread waits for work.
+  // or another compute thread waits for work it may take.
   void Drain();
+  void NarrowLoneTask();
+  // Sets this thread's OpenMP threads to `threads` where they differ.
+  void SetWidth(int threads);
   // Runs a popped task and marks it done.
   void RunTask(Task* task);
 
@@ -98,6 +135,11 @@ class ComputeThreads {
   std::deque<Task*> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;  // threads running a task
+  bool first_busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool lone_running_ ABSL_GUARDED_BY(mu_) = false;
+  const LoneTaskWidening widening_;
+  const bool widens_;
   std::vector<std::thread> threads_;
 };
 

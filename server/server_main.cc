@@ -7,6 +7,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <omp.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -55,9 +56,14 @@ ABSL_FLAG(int, threads, 0,
           "LibTorch intra-op threads, divided among the --instances (0: all cores).");
 ABSL_FLAG(int, instances, 0,
           "Model instances: batches that compute at once, each on a thread of its own (on a "
-          "GPU with a CUDA stream of its own), sharing --threads. 0: 1 on the CPU (a lone "
-          "request gets every core), 2 on a GPU (one batch's kernels run while another's host "
-          "work is done).");
+          "GPU with a CUDA stream of its own), sharing --threads. 0: 2 (on the CPU two "
+          "batches side by side compute more than one on every core; on a GPU one batch's "
+          "kernels run while another's host work is done), or 1 on a CPU of one core "
+          "(without --widen_lone_batches too).");
+ABSL_FLAG(bool, widen_lone_batches, true,
+          "On the CPU with more than one instance: a batch that computes alone (no other "
+          "instance busy, none queued) gets every thread, not its instance's share, so that "
+          "a lone request is as fast as on one instance.");
 ABSL_FLAG(std::string, precision, "",
           "Precision of every encoder model: auto (bf16 where the CPU has AMX "
           "or AVX512-BF16, else fp32), fp32, bf16, int8 (int8 linear layers, the rest bf16 "
@@ -207,33 +213,51 @@ int Serve() {
   }
   const absl::StatusOr<ComputeLayout> layout =
       LayOutCompute(absl::GetFlag(FLAGS_instances), absl::GetFlag(FLAGS_threads), device->is_cuda(),
-                    static_cast<int>(std::thread::hardware_concurrency()));
+                    static_cast<int>(std::thread::hardware_concurrency()),
+                    absl::GetFlag(FLAGS_widen_lone_batches));
   if (!layout.ok()) {
     std::cerr << "docsparse-server: " << layout.status().message() << "\n";
     return 2;
   }
   // Every model computation runs on these threads, loading and warm-up
   // included (compute_threads.h says why). Debian's LibTorch starts with one
-  // intra-op thread; set each instance's count explicitly, on its thread. On
-  // a GPU each thread's CUDA work goes to a stream of its own (not the
-  // legacy default stream, which would serialise with any other), for the
-  // thread's life.
+  // intra-op thread; set each instance's count explicitly, on its thread,
+  // and have LibTorch take it then: its first use on a thread would
+  // otherwise reset the thread's count to the process-wide one, a widened
+  // batch's too. A widened batch sets only its own thread's OpenMP count
+  // (omp_set_num_threads; at::set_num_threads would change the others'
+  // next first use). On a GPU each thread's CUDA work goes to a stream of
+  // its own (not the legacy default stream, which would serialise with any
+  // other), for the thread's life.
   Mutex setup_mu;  // at::set_num_threads also resets process-wide state
-  ComputeThreads compute(layout->instances,
-                         [threads = layout->threads_per_instance, device = *device, &setup_mu] {
-                           {
-                             MutexLock lock(&setup_mu);
-                             at::set_num_threads(threads);
-                           }
-                           if (device.is_cuda())
-                             static thread_local DeviceStreamScope stream(device);
-                         });
+  LoneTaskWidening widening;
+  widening.shared = layout->threads_per_instance;
+  widening.lone = layout->lone_batch_threads;
+  widening.set_threads = [](int threads) { omp_set_num_threads(threads); };
+  ComputeThreads compute(
+      layout->instances,
+      [threads = layout->threads_per_instance, device = *device, &setup_mu] {
+        {
+          MutexLock lock(&setup_mu);
+          at::set_num_threads(threads);
+          at::get_num_threads();
+        }
+        if (device.is_cuda()) static thread_local DeviceStreamScope stream(device);
+      },
+      widening);
+  Mutex threads_mu;
   int instance_threads = 0;
-  compute.Run([&instance_threads] { instance_threads = at::get_num_threads(); });
+  compute.RunOnEach([&] {
+    MutexLock lock(&threads_mu);
+    instance_threads = at::get_num_threads();
+  });
+  int lone_threads = 0;
+  compute.Run([&lone_threads] { lone_threads = at::get_num_threads(); });
   std::cerr << "docsparse-server: " << compute.size()
             << (compute.size() == 1 ? " instance of " : " instances of ") << instance_threads
-            << " threads, BLAS " << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures())
-            << "\n";
+            << (instance_threads == 1 ? " thread" : " threads");
+  if (lone_threads != instance_threads) std::cerr << " (" << lone_threads << " for a lone batch)";
+  std::cerr << ", BLAS " << BlasDescription() << ", CPU " << IsaName(HostCpuFeatures()) << "\n";
   if (device->is_cuda()) {
     std::cerr << "docsparse-server: models on " << DescribeDevice(*device) << "\n";
   }
@@ -408,15 +432,17 @@ int Serve() {
             << ":" << (*http)->port() << std::endl;
 
   // Warm-up: one forward pass per model and instance before reporting
-  // SERVING.
+  // SERVING, and one more at a lone batch's width where that differs.
   for (const ServedModel* model : (*registry)->models()) {
     Mutex warm_mu;
     absl::Status warm;
-    compute.RunOnEach([&] {
+    const auto warm_up = [&] {
       absl::Status status = WarmUp(*model);
       MutexLock lock(&warm_mu);
       warm.Update(status);
-    });
+    };
+    compute.RunOnEach(warm_up);
+    if (lone_threads != instance_threads) compute.Run(warm_up);
     if (!warm.ok()) {
       std::cerr << "docsparse-server: warm-up of '" << model->name << "' failed: " << warm.message()
                 << "\n";

@@ -620,13 +620,14 @@ def run_worker(cmd: list[str], threads: int) -> tuple[list[dict], int]:
 
 class Server:
     def __init__(self, build: Path, threads: int, precision: str, log_path: Path,
-                 instances: int = 1):
+                 instances: int = 0):
         self.cmd = [str(build / "server" / "docsparse-server"), "--model_repository=models",
                     "--host=127.0.0.1", "--port=0", "--metrics_port=0", f"--threads={threads}"]
         if precision != "default":
             self.cmd.append(f"--precision={precision}")
-        if instances != 1:
-            # --threads is divided among them (docsparse-server --help).
+        if instances != 0:
+            # --threads is divided among them (docsparse-server --help); 0
+            # leaves the server's default (two, a lone batch on every thread).
             self.cmd.append(f"--instances={instances}")
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
@@ -728,7 +729,7 @@ def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[di
     rows = []
     for precision, instances in [(p, i) for p in csv_list(args.docsparse_precision)
                                  for i in csv_ints(args.docsparse_instances)]:
-        suffix = "" if instances == 1 else f"-instances{instances}"
+        suffix = "" if instances == 0 else f"-instances{instances}"
         log_path = Path(args.work_dir) / f"server-{precision}{suffix}.log"
         server = Server(build, args.threads, precision, log_path, instances)
         log(f"docsparse: starting {' '.join(server.cmd)}")
@@ -802,11 +803,17 @@ def run_docsparse(args, lengths: list[int], folders: dict[int, Path]) -> list[di
 # --- report -------------------------------------------------------------------------
 
 
+def instances_label(row: dict) -> str:
+    """', N instances' for a docsparse row run at --instances N; '' at the server's default."""
+    instances = row.get("instances", 0)
+    if instances == 0:
+        return ""
+    return f", {instances} instance" + ("" if instances == 1 else "s")
+
+
 def column_of(row: dict) -> str:
     if row["impl"] == "docsparse":
-        instances = row.get("instances", 1)
-        return (f"docsparse {row['model']} {row['precision']}" +
-                ("" if instances == 1 else f", {instances} instances"))
+        return f"docsparse {row['model']} {row['precision']}" + instances_label(row)
     return f"{row['impl']} {row['precision']}"
 
 
@@ -842,7 +849,7 @@ def best_rounds(rows: list[dict]) -> list[dict]:
     """The embedding rows' best rounds: the most documents per second."""
     return best_of_rounds(rows, lambda r: (r["impl"], r["precision"], r.get("model"), r["tokens"],
                                            r.get("batch"), r.get("concurrency"),
-                                           r.get("instances", 1), r.get("batch_unit")),
+                                           r.get("instances", 0), r.get("batch_unit")),
                           "docs_per_s", higher_is_better=True)
 
 
@@ -903,8 +910,7 @@ def markdown(rows: list[dict], args, summarize_rows: list[dict]) -> str:
         out.append("| impl | precision | model | tokens | batch/conc | docs/s | tokens/s |")
         out.append("|---|---|---|---:|---:|---:|---:|")
         for r in rows:
-            instances = r.get("instances", 1)
-            bc = (f"c{r['concurrency']}" + ("" if instances == 1 else f", {instances} instances")
+            bc = (f"c{r['concurrency']}" + instances_label(r)
                   if r["impl"] == "docsparse" else
                   f"{r['batch']} windows" if r.get("batch_unit") == "windows" else str(r["batch"]))
             docs = with_rounds(f"{r['docs_per_s']:.3g}", r.get("docs_per_s_rounds", []), ".3g")
@@ -1165,9 +1171,10 @@ def parse_args(argv=None):
                    help="docsparse models for longer documents (add minilm for its chunking)")
     p.add_argument("--docsparse-precision", default="default",
                    help="comma list of default|fp32|bf16|auto; 'default' passes no --precision")
-    p.add_argument("--docsparse-instances", default="1",
+    p.add_argument("--docsparse-instances", default="0",
                    help="comma list of docsparse-server --instances counts (each its own "
-                        "server and column; --threads divided among the instances)")
+                        "server and column; --threads divided among the instances; 0: the "
+                        "server's default, two with a lone batch widened to every thread)")
     p.add_argument("--work-dir", default=str(CACHE / "peers"))
     p.add_argument("--out", default=None, help="markdown report (default WORK_DIR/peers.md)")
     p.add_argument("--summarize", action="store_true",

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/layer_boundary.h"
 #include "common/status_macros.h"
 #include "kernels/embedding_layer_norm.h"
 #include "model/attention/compute_device.h"
@@ -472,6 +473,7 @@ absl::StatusOr<EncoderOutput> Encoder::Forward(const EncoderBatch& batch,
         }
         if (keep.size() < live.size()) x = live.Keep(keep, x);
       }
+      AtLayerBoundary();
       x = config_.modernbert.has_value()
               ? ModernBertLayer(x, layers_[layer], live.positions, live.options, layer, &item_costs)
               : Layer(x, layers_[layer], live.positions, live.options, layer, &item_costs);

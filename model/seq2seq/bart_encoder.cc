@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/layer_boundary.h"
 #include "common/status_macros.h"
 #include "model/attention/lsg_attention.h"
 #include "model/attention/lsg_planner.h"
@@ -340,6 +341,7 @@ absl::StatusOr<EncoderOutput> BartEncoder::Forward(
       if (batch.abandoned && AllAbandoned(batch.abandoned, rows)) {
         return absl::CancelledError("every sequence of the batch was abandoned");
       }
+      AtLayerBoundary();
       x = Layer(x, weights_.layers[layer], products_[layer], real_rows, batch.attention_options,
                 layer, &item_costs);
       for (size_t row = 0; row < row_costs.size(); ++row) {

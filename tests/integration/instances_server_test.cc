@@ -1,6 +1,8 @@
-// docsparse-server --instances: with two model instances on the CPU, two
-// batches compute at once, each request gets the embedding a one-instance
-// server gives, and a count out of range stops the server naming the flag.
+// docsparse-server --instances: with two model instances on the CPU (the
+// default), two batches compute at once, each request gets the embedding a
+// one-instance server gives, a lone batch widens to every thread unless
+// --widen_lone_batches=false, and a count out of range stops the server
+// naming the flag.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,16 +52,19 @@ TEST(InstancesServerTest, TwoInstancesComputeTwoRequestsAtOnceAndAnswerAsOneInst
   ASSERT_TRUE(testing::MiniLmPresent());
   testing::RunningServer one, two;
   // Batches of one request: each request is a batch, so that how many
-  // compute at once is the instances' doing.
-  ASSERT_NO_FATAL_FAILURE(
-      testing::StartServer(testing::MiniLmOnlyRepository(),
-                           {"--threads=2", "--precision=fp32", "--max_batch_size=1"}, &one));
+  // compute at once is the instances' doing. Two instances are the default.
   ASSERT_NO_FATAL_FAILURE(testing::StartServer(
       testing::MiniLmOnlyRepository(),
-      {"--threads=2", "--precision=fp32", "--max_batch_size=1", "--instances=2"}, &two));
-  EXPECT_NE(two.process->output().find("2 instances of 1 threads"), std::string::npos)
+      {"--threads=2", "--precision=fp32", "--max_batch_size=1", "--instances=1"}, &one));
+  ASSERT_NO_FATAL_FAILURE(
+      testing::StartServer(testing::MiniLmOnlyRepository(),
+                           {"--threads=2", "--precision=fp32", "--max_batch_size=1"}, &two));
+  // What a task on each instance, and a lone one, found as its OpenMP
+  // threads: a lone batch widens to both.
+  EXPECT_NE(two.process->output().find("2 instances of 1 thread (2 for a lone batch)"),
+            std::string::npos)
       << two.process->output();
-  EXPECT_NE(one.process->output().find("1 instance of 2 threads"), std::string::npos)
+  EXPECT_NE(one.process->output().find("1 instance of 2 threads,"), std::string::npos)
       << one.process->output();
 
   double wall_ms = 0;
@@ -91,11 +96,24 @@ TEST(InstancesServerTest, TwoInstancesComputeTwoRequestsAtOnceAndAnswerAsOneInst
   EXPECT_LE(one_inference_ms, 1.05 * one_wall_ms);
 }
 
+TEST(InstancesServerTest, WithoutWideningALoneBatchKeepsItsInstancesShare) {
+  ASSERT_TRUE(testing::MiniLmPresent());
+  testing::RunningServer strict;
+  ASSERT_NO_FATAL_FAILURE(testing::StartServer(
+      testing::MiniLmOnlyRepository(),
+      {"--threads=2", "--precision=fp32", "--widen_lone_batches=false", "--instances=2"}, &strict));
+  EXPECT_NE(strict.process->output().find("2 instances of 1 thread,"), std::string::npos)
+      << strict.process->output();
+  EXPECT_TRUE(strict.client->Embed(Document(0)).ok());
+}
+
 TEST(InstancesServerTest, ACountOutOfRangeStopsTheServerNamingTheFlag) {
-  testing::ExpectMiniLmServerStartFailsSaying(
-      {"--instances=-1"}, "--instances: -1 is not 0 (1 on the CPU, 2 on a GPU)");
-  testing::ExpectMiniLmServerStartFailsSaying(
-      {"--instances=65"}, "--instances: 65 is not 0 (1 on the CPU, 2 on a GPU)");
+  testing::ExpectMiniLmServerStartFailsSaying({"--instances=-1"},
+                                              "--instances: -1 is not 0 (2 on a GPU or a CPU of "
+                                              "two cores or more, else 1)");
+  testing::ExpectMiniLmServerStartFailsSaying({"--instances=65"},
+                                              "--instances: 65 is not 0 (2 on a GPU or a CPU of "
+                                              "two cores or more, else 1)");
 }
 
 }  // namespace

@@ -13,7 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/layer_boundary.h"
 
 namespace docsparse {
 namespace {
@@ -189,31 +192,153 @@ TEST(ComputeThreadsTest, RunOnEachRunsOnceOnEveryThread) {
   EXPECT_EQ(ran_on.count(std::this_thread::get_id()), 0u);
 }
 
-TEST(LayOutComputeTest, OneInstanceOnTheCpuTwoOnAGpuThreadsDividedAmongThem) {
+// Two compute threads sharing two cores, whose first widens a lone task to
+// both; every width a thread is set to is recorded per thread.
+struct WideningCompute {
+  WideningCompute() {
+    LoneTaskWidening widening;
+    widening.shared = 1;
+    widening.lone = 2;
+    widening.set_threads = [this](int threads) {
+      width = threads;
+      std::lock_guard<std::mutex> lock(mu);
+      widths_set.push_back(threads);
+    };
+    compute = std::make_unique<ComputeThreads>(
+        2, [this] { width = 1; }, widening);
+  }
+  // This thread's width now (what set_threads last gave it).
+  static thread_local int width;
+  std::mutex mu;
+  std::vector<int> widths_set;
+  std::unique_ptr<ComputeThreads> compute;
+};
+thread_local int WideningCompute::width = 0;
+
+TEST(ComputeThreadsTest, ALoneTaskGetsEveryThreadTasksQueuedTogetherAShareEach) {
+  WideningCompute c;
+  int lone_width = 0;
+  c.compute->Run([&] { lone_width = WideningCompute::width; });
+  EXPECT_EQ(lone_width, 2);
+  // RunOnEach queues a task per thread at once (the server's per-instance
+  // warm-up): none is alone, each at its instance's share.
+  std::mutex mu;
+  std::vector<int> widths;
+  c.compute->RunOnEach([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    widths.push_back(WideningCompute::width);
+  });
+  EXPECT_EQ(widths, (std::vector<int>{1, 1}));
+  c.compute->Run([&] { lone_width = WideningCompute::width; });
+  EXPECT_EQ(lone_width, 2);
+}
+
+TEST(ComputeThreadsTest, AWaitingTaskWaitsForALoneTaskThatGivesNothingBack) {
+  WideningCompute c;
+  absl::Notification lone_started, second_queued;
+  std::atomic<bool> lone_done{false};
+  std::atomic<bool> second_saw_lone_done{false};
+  auto lone = std::async(std::launch::async, [&] {
+    c.compute->Run([&] {
+      lone_started.Notify();
+      second_queued.WaitForNotificationWithTimeout(absl::Seconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      lone_done = true;
+    });
+  });
+  lone_started.WaitForNotification();
+  auto second = std::async(std::launch::async, [&] {
+    c.compute->Run([&] { second_saw_lone_done = lone_done.load(); });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // queued by now
+  second_queued.Notify();
+  lone.get();
+  second.get();
+  EXPECT_TRUE(second_saw_lone_done) << "the second task ran beside the lone one on borrowed cores";
+}
+
+TEST(ComputeThreadsTest, ALoneTaskGivesItsCoresBackAtALayerBoundaryOnceAnotherWaits) {
+  WideningCompute c;
+  absl::Notification lone_started, second_ran;
+  std::vector<int> lone_widths;
+  std::thread::id lone_thread, second_thread;
+  auto lone = std::async(std::launch::async, [&] {
+    c.compute->Run([&] {
+      lone_thread = std::this_thread::get_id();
+      lone_widths.push_back(WideningCompute::width);
+      lone_started.Notify();
+      // Layer after layer until the waiting task has run beside this one.
+      for (int layer = 0; layer < 400 && !second_ran.HasBeenNotified(); ++layer) {
+        AtLayerBoundary();
+        lone_widths.push_back(WideningCompute::width);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  });
+  lone_started.WaitForNotification();
+  int second_width = 0;
+  c.compute->Run([&] {
+    second_thread = std::this_thread::get_id();
+    second_width = WideningCompute::width;
+    second_ran.Notify();
+  });
+  lone.get();
+  EXPECT_NE(second_thread, lone_thread);
+  EXPECT_EQ(second_width, 1);
+  ASSERT_GE(lone_widths.size(), 2u);
+  EXPECT_EQ(lone_widths.front(), 2);
+  EXPECT_EQ(lone_widths.back(), 1) << "the lone task kept the cores it borrowed";
+  // And the next lone task widens again.
+  int next_width = 0;
+  c.compute->Run([&] { next_width = WideningCompute::width; });
+  EXPECT_EQ(next_width, 2);
+}
+
+TEST(ComputeThreadsTest, WithoutWideningNoThreadCountIsEverSet) {
+  std::atomic<int> calls{0};
+  LoneTaskWidening off;
+  off.shared = 2;
+  off.lone = 2;  // not wider: off
+  off.set_threads = [&](int) { ++calls; };
+  ComputeThreads compute(2, nullptr, off);
+  for (int i = 0; i < 5; ++i) compute.Run([] {});
+  EXPECT_TRUE(RunAtOnce(compute, 2));
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(LayOutComputeTest, TwoInstancesThreadsDividedAmongThemALoneBatchWidenedOnTheCpu) {
   struct Case {
     int instances_flag, threads_flag;
     bool gpu;
     int cores;
+    bool widen;
     ComputeLayout expected;
   };
   const Case cases[] = {
-      {0, 0, false, 8, {1, 8}},   // the CPU's default: one instance, every core
-      {0, 16, true, 32, {2, 8}},  // a GPU's default: two, --threads shared
-      {2, 0, false, 2, {2, 1}},
-      {4, 3, false, 2, {4, 1}},  // more instances than threads: one each, not none
+      {0, 0, false, 8, true, {2, 4, 8}},   // the CPU's default: two, a lone batch on all
+      {0, 0, false, 1, true, {1, 1, 1}},   // one core: one instance
+      {0, 0, false, 8, false, {1, 8, 8}},  // no widening: one instance, every core
+      {0, 16, true, 32, true, {2, 8, 8}},  // a GPU's default: two, --threads shared, no widening
+      {2, 0, false, 2, false, {2, 1, 1}},  // two strict instances
+      {3, 8, false, 2, true, {3, 2, 8}},   // --threads, not the cores
+      {4, 3, false, 2, true, {4, 1, 3}},   // more instances than threads: one each, not none
+      {1, 0, false, 4, true, {1, 4, 4}},   // one instance has nothing to widen
   };
   for (const Case& c : cases) {
     const absl::StatusOr<ComputeLayout> layout =
-        LayOutCompute(c.instances_flag, c.threads_flag, c.gpu, c.cores);
+        LayOutCompute(c.instances_flag, c.threads_flag, c.gpu, c.cores, c.widen);
     ASSERT_TRUE(layout.ok()) << layout.status();
-    EXPECT_EQ(layout->instances, c.expected.instances) << c.instances_flag;
-    EXPECT_EQ(layout->threads_per_instance, c.expected.threads_per_instance) << c.instances_flag;
+    const std::string which =
+        absl::StrCat(c.instances_flag, " ", c.threads_flag, " ", c.gpu, " ", c.cores, " ", c.widen);
+    EXPECT_EQ(layout->instances, c.expected.instances) << which;
+    EXPECT_EQ(layout->threads_per_instance, c.expected.threads_per_instance) << which;
+    EXPECT_EQ(layout->lone_batch_threads, c.expected.lone_batch_threads) << which;
   }
 }
 
 TEST(LayOutComputeTest, RefusesACountOutsideItsRangeNamingTheFlag) {
   for (int bad : {-1, kMaxInstances + 1}) {
-    absl::StatusOr<ComputeLayout> layout = LayOutCompute(bad, 0, false, 2);
+    absl::StatusOr<ComputeLayout> layout = LayOutCompute(bad, 0, false, 2, true);
     ASSERT_FALSE(layout.ok()) << bad;
     EXPECT_EQ(layout.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(layout.status().message().find("--instances: " + std::to_string(bad)),
