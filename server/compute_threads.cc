@@ -12,7 +12,9 @@ namespace {
 
 // The ComputeThreads this thread is one of, if any.
 thread_local ComputeThreads* current_compute_threads = nullptr;
-// The threads this compute thread's tasks run on now (with widening).
+// Which of its ComputeThreads this thread is, and the threads its tasks run
+// on now (with widening).
+thread_local int current_index = -1;
 thread_local int current_width = 0;
 
 }  // namespace
@@ -97,18 +99,24 @@ void ComputeThreads::RunWaitingTasks() {
   if (current_compute_threads != nullptr) current_compute_threads->Drain();
 }
 
-void ComputeThreads::GiveBackLoneCoresIfWaitedFor() {
-  if (current_compute_threads != nullptr) current_compute_threads->NarrowLoneTask();
+void ComputeThreads::AtLayerBoundary() {
+  if (current_compute_threads != nullptr) current_compute_threads->AdjustWidth();
 }
 
-void ComputeThreads::NarrowLoneTask() {
-  if (!widens_ || current_width != widening_.lone) return;
+void ComputeThreads::AdjustWidth() {
+  if (!widens_ || current_index != 0) return;
+  bool lone = false;
   {
     MutexLock lock(&mu_);
-    if (!lone_running_ || queue_.empty()) return;
-    lone_running_ = false;  // an idle thread may take the queue's front now
+    if (lone_running_) {
+      if (queue_.empty()) return;
+      lone_running_ = false;  // an idle thread may take the queue's front now
+    } else {
+      if (busy_ != 1 || !queue_.empty()) return;  // another computes, or waits
+      lone_running_ = lone = true;
+    }
   }
-  SetWidth(widening_.shared);
+  SetWidth(lone ? widening_.lone : widening_.shared);
 }
 
 void ComputeThreads::SetWidth(int threads) {
@@ -124,7 +132,7 @@ bool ComputeThreads::MayTake(int index) const {
 }
 
 void ComputeThreads::Drain() {
-  NarrowLoneTask();
+  AdjustWidth();
   while (true) {
     Task* task = nullptr;
     {
@@ -147,8 +155,9 @@ void ComputeThreads::RunTask(Task* task) {
 
 void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
   if (setup) setup();
+  current_index = index;
   current_width = widening_.shared;
-  if (widens_) layer_boundary_hook = &ComputeThreads::GiveBackLoneCoresIfWaitedFor;
+  if (widens_) layer_boundary_hook = &ComputeThreads::AtLayerBoundary;
   while (true) {
     Task* task = nullptr;
     bool lone = false;
@@ -176,7 +185,7 @@ void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
     MutexLock lock(&mu_);
     --busy_;
     if (index == 0) first_busy_ = false;
-    if (lone) lone_running_ = false;
+    if (index == 0) lone_running_ = false;  // it may have widened since it started
     task->done = true;
   }
 }

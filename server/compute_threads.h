@@ -19,8 +19,9 @@
 // instance of two threads (docs/BENCHMARKS.md). A lone request would then get
 // one core of two; so on the CPU the first instance widens a batch it runs
 // alone (no other instance computing, nothing else queued) to every thread,
-// and gives the borrowed cores back at its next layer once another batch
-// waits, which the other instances run meanwhile. The first instance
+// gives the borrowed cores back at its next layer once another batch waits,
+// which the other instances run meanwhile, and takes them again at a later
+// layer if it is alone again (a summary decoding for seconds). The first instance
 // only: libgomp keeps a pool of workers per thread that starts parallel
 // regions and, once its pools hold more threads than there are cores, stops
 // spinning between regions; one wide instance keeps them within the cores.
@@ -91,7 +92,8 @@ class ComputeThreads {
   // Runs `task` on the first free compute thread and returns once it has
   // finished (in place when called from one of these threads). With
   // widening, a task queued alone while no thread computes runs on the first
-  // thread with the lone share, and no other task starts until it ends.
+  // thread with the lone share, and no other task starts until it gives
+  // the borrowed threads back (AtLayerBoundary) or ends.
   void Run(const std::function<void()>& task);
 
   // Runs `task` once on every compute thread (at once) and returns when all
@@ -105,12 +107,12 @@ class ComputeThreads {
   // whoever runs it (tests run batches on their own threads).
   static void RunWaitingTasks();
 
-  // On a compute thread running a lone task that widened: if another task
-  // waits, the task goes on at its shared width and an idle thread takes the
-  // waiting one. Installed as the compute threads' layer boundary
-  // (common/layer_boundary.h), so that a lone forward gives its borrowed
-  // cores back within a layer; RunWaitingTasks does it too.
-  static void GiveBackLoneCoresIfWaitedFor();
+  // Between two layers (or decode steps) of a task on the first compute
+  // thread, with widening: a lone task gives its borrowed threads back once
+  // another task waits (an idle thread takes that one), and a task that
+  // finds itself alone again widens. Installed as the compute threads'
+  // layer boundary (common/layer_boundary.h); RunWaitingTasks does it too.
+  static void AtLayerBoundary();
 
  private:
   struct Task {
@@ -125,7 +127,7 @@ class ComputeThreads {
   // Inside a long task: pops and runs queued tasks until the queue is empty
   // or another compute thread waits for work it may take.
   void Drain();
-  void NarrowLoneTask();
+  void AdjustWidth();
   // Sets this thread's OpenMP threads to `threads` where they differ.
   void SetWidth(int threads);
   // Runs a popped task and marks it done.
