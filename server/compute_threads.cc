@@ -137,8 +137,9 @@ void ComputeThreads::Drain() {
     Task* task = nullptr;
     {
       MutexLock lock(&mu_);
-      // An idle thread takes what is queued, unless this task is a lone one,
-      // which holds every core: then it runs them itself, at its width.
+      // An idle thread takes what is queued, unless this task still holds
+      // every core (queued after AdjustWidth looked): then it runs them
+      // itself, at its width.
       if (queue_.empty() || (idle_ > 0 && !lone_running_)) return;
       task = queue_.front();
       queue_.pop_front();
@@ -184,8 +185,10 @@ void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
     (*task->work)();
     MutexLock lock(&mu_);
     --busy_;
-    if (index == 0) first_busy_ = false;
-    if (index == 0) lone_running_ = false;  // it may have widened since it started
+    if (index == 0) {
+      first_busy_ = false;
+      lone_running_ = false;  // whether it started alone or widened since
+    }
     task->done = true;
   }
 }

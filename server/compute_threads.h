@@ -21,10 +21,11 @@
 // alone (no other instance computing, nothing else queued) to every thread,
 // gives the borrowed cores back at its next layer once another batch waits,
 // which the other instances run meanwhile, and takes them again at a later
-// layer if it is alone again (a summary decoding for seconds). The first instance
-// only: libgomp keeps a pool of workers per thread that starts parallel
-// regions and, once its pools hold more threads than there are cores, stops
-// spinning between regions; one wide instance keeps them within the cores.
+// layer if it is alone again (a summary decoding for seconds). The first
+// instance only: libgomp keeps a pool of workers per thread that starts
+// parallel regions and, once its pools hold more threads than there are
+// cores, stops spinning between regions; one wide instance keeps them within
+// the cores.
 // On a GPU an instance is a CUDA stream of its own: while one batch waits for
 // the host (planning, launches, copies) another's kernels run.
 //
@@ -66,10 +67,11 @@ inline constexpr int kMaxInstances = 64;
 absl::StatusOr<ComputeLayout> LayOutCompute(int instances_flag, int threads_flag, bool gpu,
                                             int cores, bool widen_lone_batches);
 
-// How a thread's share of the cores changes per task: before a task runs,
-// its thread calls `set_threads` with the threads the task gets when that
-// differs from its last (`lone` for a task the first thread runs alone,
-// `shared` for any other). Off while `lone` <= `shared`.
+// How a thread's share of the cores changes: before a task runs, and at a
+// layer boundary of one, its thread calls `set_threads` with the threads the
+// task gets from then on where that differs from its last (`lone` for a task
+// the first thread runs alone, `shared` for any other). Off while `lone` <=
+// `shared`.
 struct LoneTaskWidening {
   int shared = 1;
   int lone = 1;
@@ -127,6 +129,7 @@ class ComputeThreads {
   // Inside a long task: pops and runs queued tasks until the queue is empty
   // or another compute thread waits for work it may take.
   void Drain();
+  // AtLayerBoundary's work, on this ComputeThreads.
   void AdjustWidth();
   // Sets this thread's OpenMP threads to `threads` where they differ.
   void SetWidth(int threads);
@@ -136,10 +139,10 @@ class ComputeThreads {
   Mutex mu_;
   std::deque<Task*> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
-  int busy_ ABSL_GUARDED_BY(mu_) = 0;  // threads running a task
-  bool first_busy_ ABSL_GUARDED_BY(mu_) = false;
-  bool lone_running_ ABSL_GUARDED_BY(mu_) = false;
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;               // threads waiting for a task
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;               // threads running a task
+  bool first_busy_ ABSL_GUARDED_BY(mu_) = false;    // the first thread runs a task
+  bool lone_running_ ABSL_GUARDED_BY(mu_) = false;  // ... alone, on borrowed threads
   const LoneTaskWidening widening_;
   const bool widens_;
   std::vector<std::thread> threads_;

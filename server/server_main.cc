@@ -56,14 +56,15 @@ ABSL_FLAG(int, threads, 0,
           "LibTorch intra-op threads, divided among the --instances (0: all cores).");
 ABSL_FLAG(int, instances, 0,
           "Model instances: batches that compute at once, each on a thread of its own (on a "
-          "GPU with a CUDA stream of its own), sharing --threads. 0: 2 (on the CPU two "
-          "batches side by side compute more than one on every core; on a GPU one batch's "
-          "kernels run while another's host work is done), or 1 on a CPU of one core "
-          "(without --widen_lone_batches too).");
+          "GPU with a CUDA stream of its own), sharing --threads. 0: 2 on a GPU (one batch's "
+          "kernels run while another's host work is done); on the CPU 2 (two batches side "
+          "by side compute more than one on every core) with --widen_lone_batches and two "
+          "threads or more, else 1.");
 ABSL_FLAG(bool, widen_lone_batches, true,
           "On the CPU with more than one instance: a batch that computes alone (no other "
-          "instance busy, none queued) gets every thread, not its instance's share, so that "
-          "a lone request is as fast as on one instance.");
+          "instance busy, none queued) gets every thread, not its instance's share, and "
+          "gives the borrowed ones back at its next layer once another batch waits: a lone "
+          "request is as fast as on one instance.");
 ABSL_FLAG(std::string, precision, "",
           "Precision of every encoder model: auto (bf16 where the CPU has AMX "
           "or AVX512-BF16, else fp32), fp32, bf16, int8 (int8 linear layers, the rest bf16 "
