@@ -6,22 +6,30 @@
 
 namespace docsparse {
 
+BatchLimits LimitsOf(const BatchingConfig& config, bool gpu, int max_batch_size_override,
+                     int threads_per_batch) {
+  BatchLimits limits;
+  limits.max_batch_size =
+      max_batch_size_override > 0 ? max_batch_size_override : config.max_batch_size;
+  limits.max_queue_delay = std::chrono::milliseconds(config.max_queue_delay_ms);
+  int64_t cpu_tokens = BatchingConfig::kCpuMaxBatchTokens;
+  if (threads_per_batch == 1) cpu_tokens = BatchingConfig::kCpuOneThreadMaxBatchTokens;
+  limits.max_batch_tokens =
+      config.max_batch_tokens.value_or(gpu ? BatchingConfig::kGpuMaxBatchTokens : cpu_tokens);
+  limits.max_batch_attention_flops = config.max_batch_attention_gflops.value_or(
+                                         gpu ? BatchingConfig::kGpuMaxBatchAttentionGflops
+                                             : BatchingConfig::kCpuMaxBatchAttentionGflops) *
+                                     1e9;
+  return limits;
+}
+
 ModelBatchers::ModelBatchers(const ModelRegistry& registry, Metrics& metrics,
-                             int max_batch_size_override, size_t max_queue,
-                             ComputeThreads* compute) {
+                             int max_batch_size_override, size_t max_queue, ComputeThreads* compute,
+                             int threads_per_batch) {
   for (const ServedModel* model : registry.models()) {
     const BatchingConfig& config = model->serving.batching;
-    BatchLimits limits;
-    limits.max_batch_size =
-        max_batch_size_override > 0 ? max_batch_size_override : config.max_batch_size;
-    limits.max_queue_delay = std::chrono::milliseconds(config.max_queue_delay_ms);
-    const bool gpu = !model->device().is_cpu();
-    limits.max_batch_tokens = config.max_batch_tokens.value_or(
-        gpu ? BatchingConfig::kGpuMaxBatchTokens : BatchingConfig::kCpuMaxBatchTokens);
-    limits.max_batch_attention_flops = config.max_batch_attention_gflops.value_or(
-                                           gpu ? BatchingConfig::kGpuMaxBatchAttentionGflops
-                                               : BatchingConfig::kCpuMaxBatchAttentionGflops) *
-                                       1e9;
+    const BatchLimits limits =
+        LimitsOf(config, !model->device().is_cpu(), max_batch_size_override, threads_per_batch);
     ModelMetrics* handle = metrics.Find(model->name);
     BatcherHooks hooks;
     if (handle != nullptr) {

@@ -382,7 +382,7 @@ int Serve() {
   DocumentTasks tasks(**registry, limits);
   auto batchers = std::make_unique<ModelBatchers>(
       **registry, metrics, absl::GetFlag(FLAGS_max_batch_size),
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute);
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_queue)), &compute, layout->threads_per_instance);
   RequestRunner runner(**registry, tasks, *batchers, metrics,
                        absl::GetFlag(FLAGS_max_concurrent_streams));
   runner.SetAuthenticator(auth.get());

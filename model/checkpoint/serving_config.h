@@ -118,11 +118,20 @@ struct BatchingConfig {
   // of them only added waiting (bench/serving_batching.sh, 4,096 tokens:
   // 1-7% fewer requests/s than unbatched under caps of 16,384 and 8,192),
   // while twelve 512-token documents still share a batch. Unset: the
-  // device's default (kCpu... on the CPU, kGpu... on a GPU).
+  // device's default (kCpu... on the CPU, kCpuOneThread... where a batch
+  // computes on one thread, kGpu... on a GPU).
   std::optional<int64_t> max_batch_tokens;           // [1, 2^30]
   std::optional<double> max_batch_attention_gflops;  // [1e-6, 1e9]
 
   static constexpr int64_t kCpuMaxBatchTokens = 6144;
+  // Where a batch computes on one thread (model instances of one thread
+  // each, the 2-core CPU's default), it has no barriers between cores to
+  // spread over more rows, and company only lengthens the wait: 512-token
+  // documents at 16 in flight on the 2-core AVX2 CPU gave the same
+  // documents/s under caps of 6,144 and 1,024 tokens (int8 19.01 / 19.00,
+  // fp32 11.36 / 11.35, means of 3 and 4 alternated rounds) and a p99 of
+  // 1.5-1.7 s against 0.88-0.97 s (int8; fp32 2.3-2.8 s against 1.4-1.8 s).
+  static constexpr int64_t kCpuOneThreadMaxBatchTokens = 1024;
   static constexpr double kCpuMaxBatchAttentionGflops = 50.0;
   // On the H100 (bench/gpu/serve_on_gpu.sh, docs/BENCHMARKS.md) long
   // documents gained nothing from company: minilm-lsg at 4,096 tokens
