@@ -13,7 +13,7 @@ namespace {
 // The ComputeThreads this thread is one of, if any.
 thread_local ComputeThreads* current_compute_threads = nullptr;
 // Which of its ComputeThreads this thread is, and the threads its tasks run
-// on now (with widening).
+// on now (with widening; 0 until its first task sets them).
 thread_local int current_index = -1;
 thread_local int current_width = 0;
 
@@ -157,7 +157,6 @@ void ComputeThreads::RunTask(Task* task) {
 void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
   if (setup) setup();
   current_index = index;
-  current_width = widening_.shared;
   if (widens_) layer_boundary_hook = &ComputeThreads::AtLayerBoundary;
   while (true) {
     Task* task = nullptr;

@@ -82,7 +82,7 @@ class ComputeThreads {
  public:
   // `count` (>= 1) threads; each runs `setup` (may be empty) once when it
   // starts, before any task: what a thread of its own needs (its OpenMP
-  // thread count, which `widening.shared` must then be; its CUDA stream).
+  // thread count; with widening, each task sets it again; its CUDA stream).
   explicit ComputeThreads(int count = 1, std::function<void()> setup = nullptr,
                           LoneTaskWidening widening = {});
   ~ComputeThreads();  // runs what is queued, then joins

@@ -193,24 +193,16 @@ TEST(ComputeThreadsTest, RunOnEachRunsOnceOnEveryThread) {
 }
 
 // Two compute threads sharing two cores, whose first widens a lone task to
-// both; every width a thread is set to is recorded per thread.
+// both; each thread's width is what set_threads last gave it.
 struct WideningCompute {
   WideningCompute() {
     LoneTaskWidening widening;
     widening.shared = 1;
     widening.lone = 2;
-    widening.set_threads = [this](int threads) {
-      width = threads;
-      std::lock_guard<std::mutex> lock(mu);
-      widths_set.push_back(threads);
-    };
-    compute = std::make_unique<ComputeThreads>(
-        2, [this] { width = 1; }, widening);
+    widening.set_threads = [](int threads) { width = threads; };
+    compute = std::make_unique<ComputeThreads>(2, nullptr, widening);
   }
-  // This thread's width now (what set_threads last gave it).
   static thread_local int width;
-  std::mutex mu;
-  std::vector<int> widths_set;
   std::unique_ptr<ComputeThreads> compute;
 };
 thread_local int WideningCompute::width = 0;
