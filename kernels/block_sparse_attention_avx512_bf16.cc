@@ -11,7 +11,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/key_segments.h"
-#include "kernels/online_softmax_avx512.h"
+#include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -20,49 +20,82 @@
 namespace docsparse {
 namespace {
 
-#define DOCSPARSE_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define DOCSPARSE_AVX512_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 // Keys per tile, as in the fp32 executor: the score tile stays in L2.
 constexpr int32_t kKeyTile = 256;
 
-// A pair of bf16 values as VDPBF16PS reads them: `low` in the low half.
-uint32_t Pair(uint16_t low, uint16_t high) {
-  return static_cast<uint32_t>(low) | static_cast<uint32_t>(high) << 16;
-}
+// Rows computed together. Rows are padded to a multiple of it (spare rows
+// are zero queries whose results are dropped).
+constexpr int32_t kGroupRows = 8;
 
-// Per-thread buffers, reused across work items. Rows are padded to a
-// multiple of 4 (spare rows are zero queries whose results are dropped).
+// Per-thread buffers, reused across work items.
 struct Scratch {
   CacheLineVector<uint32_t> q;              // [rows, d/2]: query pairs along head_dim
   CacheLineVector<uint32_t> key_pairs;      // [d/2, kKeyTile]: key j's dims 2i, 2i+1 at [i][j]
   CacheLineVector<uint32_t> value_pairs;    // [kKeyTile/2, d]: keys 2j, 2j+1 of column c at [j][c]
-  CacheLineVector<float> scores;            // [rows, kKeyTile]
   CacheLineVector<uint16_t> probabilities;  // [rows, kKeyTile] bf16, padding keys zero
-  CacheLineVector<float> acc;               // [rows, d]
-  CacheLineVector<float> row_max, row_sum;  // [rows]
+  CacheLineVector<float> acc;               // [rows, d], relative to the row's shift
+  CacheLineVector<float> shift;             // [rows], log2 (GroupProbabilities)
+  CacheLineVector<float> sums;              // [rows, 16]: partial sums of the probabilities
+  std::vector<int32_t> reach_lo, reach_hi;  // [rows]: a sliding span's keys in the tile
 };
+
+// r[i] lane j becomes r[j] lane i: a 16 x 16 transpose of 32-bit elements
+// in 64 shuffles (a gather per 16 elements cost several times that).
+DOCSPARSE_AVX512_BF16 inline void Transpose16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 4) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    t[i + 2] = _mm512_unpacklo_epi32(r[i + 2], r[i + 3]);
+    t[i + 3] = _mm512_unpackhi_epi32(r[i + 2], r[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+  }
+}
 
 // Packs one tile of keys and values (rows `stride` elements apart) into the
 // pair layouts; spare keys up to the padded count are zero. Keys: 16 keys'
-// pair i at a time, by a gather (their rows lie a stride apart); values: two
-// rows' 16 columns widened to 32 bits and merged.
+// 16 pairs at a time, each key's pairs as they lie in memory (dims 2i,
+// 2i+1 are adjacent) transposed into pair-major rows; values: two rows' 16
+// columns widened to 32 bits and merged.
 DOCSPARSE_AVX512_BF16 void PackTile(const uint16_t* keys, int64_t key_stride,
                                     const uint16_t* values, int64_t value_stride, int32_t tile_keys,
                                     int32_t d, Scratch& s) {
   const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
   const int32_t pairs = d / 2;
-  // Row j's pair i is 32-bit element j * key_stride / 2 + i from the tile's
-  // start; key_stride is even (Bf16AttentionParams).
-  const __m512i rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(key_stride / 2)));
   for (int32_t j = 0; j < padded_keys; j += 16) {
-    const __mmask16 real = j < tile_keys ? FirstLanes(tile_keys - j) : __mmask16{0};
-    const void* base = keys + j * key_stride;
-    for (int32_t i = 0; i < pairs; ++i) {
-      const __m512i pair = _mm512_mask_i32gather_epi32(
-          _mm512_setzero_si512(), real, _mm512_add_epi32(rows, _mm512_set1_epi32(i)), base, 4);
-      _mm512_storeu_si512(s.key_pairs.data() + static_cast<size_t>(i) * kKeyTile + j, pair);
+    const int32_t real_keys = std::min(16, tile_keys - j);
+    for (int32_t first_pair = 0; first_pair < pairs; first_pair += 16) {
+      const int32_t count = std::min(16, pairs - first_pair);
+      const __mmask16 lanes = FirstLanes(count);
+      __m512i block[16];
+      for (int32_t m = 0; m < 16; ++m) {
+        block[m] = m < real_keys ? _mm512_maskz_loadu_epi32(
+                                       lanes, keys + (j + m) * key_stride + 2 * first_pair)
+                                 : _mm512_setzero_si512();
+      }
+      Transpose16x16(block);
+      for (int32_t i = 0; i < count; ++i) {
+        _mm512_storeu_si512(s.key_pairs.data() + static_cast<size_t>(first_pair + i) * kKeyTile + j,
+                            block[i]);
+      }
     }
   }
   const __m256i zero = _mm256_setzero_si256();
@@ -81,83 +114,168 @@ DOCSPARSE_AVX512_BF16 void PackTile(const uint16_t* keys, int64_t key_stride,
   }
 }
 
-// scores[r][j] = scale · q[r]·k[j], 4 rows x 32 keys (16 at the tail).
-DOCSPARSE_AVX512_BF16 void Scores(Scratch& s, int32_t rows, int32_t d, int32_t padded_keys,
-                                  float scale) {
-  const int32_t pairs = d / 2;
-  const __m512 scale16 = _mm512_set1_ps(scale);
-  for (int32_t r = 0; r < rows; r += 4) {
-    const uint32_t* q0 = s.q.data() + static_cast<size_t>(r) * pairs;
-    const uint32_t* q1 = q0 + pairs;
-    const uint32_t* q2 = q1 + pairs;
-    const uint32_t* q3 = q2 + pairs;
-    float* out = s.scores.data() + static_cast<size_t>(r) * kKeyTile;
-    int32_t j = 0;
-    for (; j + 32 <= padded_keys; j += 32) {
-      __m512 a00 = _mm512_setzero_ps(), a01 = _mm512_setzero_ps();
-      __m512 a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps();
-      __m512 a20 = _mm512_setzero_ps(), a21 = _mm512_setzero_ps();
-      __m512 a30 = _mm512_setzero_ps(), a31 = _mm512_setzero_ps();
-      for (int32_t i = 0; i < pairs; ++i) {
-        const uint32_t* kp = s.key_pairs.data() + static_cast<size_t>(i) * kKeyTile + j;
-        const __m512bh k0 = (__m512bh)_mm512_loadu_si512(kp);
-        const __m512bh k1 = (__m512bh)_mm512_loadu_si512(kp + 16);
-        __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q0[i]));
-        a00 = _mm512_dpbf16_ps(a00, k0, b);
-        a01 = _mm512_dpbf16_ps(a01, k1, b);
-        b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q1[i]));
-        a10 = _mm512_dpbf16_ps(a10, k0, b);
-        a11 = _mm512_dpbf16_ps(a11, k1, b);
-        b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q2[i]));
-        a20 = _mm512_dpbf16_ps(a20, k0, b);
-        a21 = _mm512_dpbf16_ps(a21, k1, b);
-        b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q3[i]));
-        a30 = _mm512_dpbf16_ps(a30, k0, b);
-        a31 = _mm512_dpbf16_ps(a31, k1, b);
-      }
-      _mm512_storeu_ps(out + j, _mm512_mul_ps(a00, scale16));
-      _mm512_storeu_ps(out + j + 16, _mm512_mul_ps(a01, scale16));
-      _mm512_storeu_ps(out + kKeyTile + j, _mm512_mul_ps(a10, scale16));
-      _mm512_storeu_ps(out + kKeyTile + j + 16, _mm512_mul_ps(a11, scale16));
-      _mm512_storeu_ps(out + 2 * kKeyTile + j, _mm512_mul_ps(a20, scale16));
-      _mm512_storeu_ps(out + 2 * kKeyTile + j + 16, _mm512_mul_ps(a21, scale16));
-      _mm512_storeu_ps(out + 3 * kKeyTile + j, _mm512_mul_ps(a30, scale16));
-      _mm512_storeu_ps(out + 3 * kKeyTile + j + 16, _mm512_mul_ps(a31, scale16));
-    }
-    if (j < padded_keys) {  // the last 16
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-      for (int32_t i = 0; i < pairs; ++i) {
-        const __m512bh k = (__m512bh)_mm512_loadu_si512(s.key_pairs.data() +
-                                                        static_cast<size_t>(i) * kKeyTile + j);
-        a0 = _mm512_dpbf16_ps(a0, k, (__m512bh)_mm512_set1_epi32(static_cast<int>(q0[i])));
-        a1 = _mm512_dpbf16_ps(a1, k, (__m512bh)_mm512_set1_epi32(static_cast<int>(q1[i])));
-        a2 = _mm512_dpbf16_ps(a2, k, (__m512bh)_mm512_set1_epi32(static_cast<int>(q2[i])));
-        a3 = _mm512_dpbf16_ps(a3, k, (__m512bh)_mm512_set1_epi32(static_cast<int>(q3[i])));
-      }
-      _mm512_storeu_ps(out + j, _mm512_mul_ps(a0, scale16));
-      _mm512_storeu_ps(out + kKeyTile + j, _mm512_mul_ps(a1, scale16));
-      _mm512_storeu_ps(out + 2 * kKeyTile + j, _mm512_mul_ps(a2, scale16));
-      _mm512_storeu_ps(out + 3 * kKeyTile + j, _mm512_mul_ps(a3, scale16));
-    }
+// The probabilities are 2^(scale2·score − shift) with a per-row reference
+// shift instead of a running maximum, as the AMX executor's register path
+// keeps them: each row's first real chunk sets its shift to the ceiling of
+// that chunk's largest exponent, and a later chunk raises it only where an
+// exponent would exceed kLazyRescaleLog2 (a logit gap of ~21 at scale 1/√32),
+// which almost never happens. Values up to 2^30 are exact enough in fp32 and
+// bf16 (both keep 8 exponent bits), the final division by the row's sum
+// cancels the shift, and the shift stays an integer, so a raise rescales
+// what the row holds by an exact power of two. Scores then never leave the
+// registers: no fp32 score tile, no pass for the maximum, one for the
+// exponentials, and 2^t in five instructions (Exp2ForBf16_512).
+constexpr float kLazyRescaleLog2 = 30.0f;
+// An exponent 2^t turns into an exact 0 (keys a row does not reach, padding
+// keys), and finite, which Exp2ForBf16_512 needs.
+constexpr float kPaddingExponent = -1000.0f;
+
+// Key lanes j .. j + 15 of the tile that lie in [lo, hi) (tile-relative).
+DOCSPARSE_AVX512_BF16 inline __mmask16 LanesWithin(int32_t j, int32_t lo, int32_t hi) {
+  const __m512i index =
+      _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                       _mm512_set1_epi32(j));
+  return _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(index, _mm512_set1_epi32(lo)), index,
+                                      _mm512_set1_epi32(hi));
+}
+
+// Raises row `row`'s shift so that its largest exponent in the chunk
+// (sums a0, a1 over the lanes `real0`, `real1`) becomes at most 0, and
+// rescales by 2^(old − new) what the row holds: its output so far (earlier
+// tiles), its partial sums and the probabilities of this tile's keys before
+// `j` (0 on the row's first real chunk, whose old shift is −∞).
+DOCSPARSE_AVX512_BF16 void RaiseShift(Scratch& s, int32_t row, int32_t j, int32_t d, __m512 scale2,
+                                      __m512 a0, __m512 a1, __mmask16 real0, __mmask16 real1,
+                                      __m512& sum) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 x = _mm512_max_ps(_mm512_mask_mul_ps(lowest, real0, a0, scale2),
+                                 _mm512_mask_mul_ps(lowest, real1, a1, scale2));
+  const float old_shift = s.shift[row];
+  const float new_shift = std::ceil(_mm512_reduce_max_ps(x));
+  const __m512 factor = _mm512_set1_ps(std::exp2(old_shift - new_shift));
+  s.shift[row] = new_shift;
+  sum = _mm512_mul_ps(sum, factor);
+  float* acc = s.acc.data() + static_cast<size_t>(row) * d;
+  for (int32_t c = 0; c < d; c += 16) {
+    _mm512_storeu_ps(acc + c, _mm512_mul_ps(_mm512_loadu_ps(acc + c), factor));
+  }
+  uint16_t* probabilities = s.probabilities.data() + static_cast<size_t>(row) * kKeyTile;
+  for (int32_t k = 0; k < j; k += 16) {
+    const __m512 p = _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(probabilities + k))),
+        16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(probabilities + k),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(p, factor)));
   }
 }
 
-// Online-softmax update of every row over the tile's first tile_keys
-// scores, then the probabilities rounded to bf16 (zero at the padding keys)
-// for p·v.
-DOCSPARSE_AVX512_BF16 void SoftmaxUpdate(Scratch& s, int32_t rows, int32_t d, int32_t tile_keys,
-                                         int32_t padded_keys) {
-  for (int32_t r = 0; r < rows; ++r) {
-    float* row = s.scores.data() + static_cast<size_t>(r) * kKeyTile;
-    OnlineSoftmaxRowAvx512(row, tile_keys, padded_keys, s.acc.data() + static_cast<size_t>(r) * d,
-                           d, &s.row_max[r], &s.row_sum[r]);
-    uint16_t* probabilities = s.probabilities.data() + static_cast<size_t>(r) * kKeyTile;
-    for (int32_t j = 0; j < padded_keys; j += 16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(probabilities + j),
-                          (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + j)));
+// The exponents scale2·a − shift of a chunk's lanes (kPair: both halves),
+// kPaddingExponent where kMasked and the lane is not real.
+template <bool kPair, bool kMasked>
+DOCSPARSE_AVX512_BF16 inline void Exponents(__m512 a0, __m512 a1, __m512 scale2, float shift,
+                                            __mmask16 real0, __mmask16 real1, __m512* t0,
+                                            __m512* t1) {
+  const __m512 shift16 = _mm512_set1_ps(shift);
+  const __m512 padding = _mm512_set1_ps(kPaddingExponent);
+  *t0 = _mm512_fmsub_ps(a0, scale2, shift16);
+  if (kPair) *t1 = _mm512_fmsub_ps(a1, scale2, shift16);
+  if (kMasked) {
+    *t0 = _mm512_mask_mov_ps(padding, real0, *t0);
+    if (kPair) *t1 = _mm512_mask_mov_ps(padding, real1, *t1);
+  }
+}
+
+// Row `row`'s probabilities over keys j .. j + 31 (j .. j + 15 without
+// kPair) from its sums a0 (and a1), into s.probabilities as bf16 and into
+// its 16 partial sums; with kMasked only the lanes real0 and real1 count,
+// the others' probabilities are 0.
+template <bool kPair, bool kMasked>
+DOCSPARSE_AVX512_BF16 inline void ChunkProbabilities(Scratch& s, int32_t row, int32_t j, int32_t d,
+                                                     __m512 scale2, __m512 a0, __m512 a1,
+                                                     __mmask16 real0, __mmask16 real1,
+                                                     __m512& sum) {
+  const __m512 limit = _mm512_set1_ps(kLazyRescaleLog2);
+  const __m512 padding = _mm512_set1_ps(kPaddingExponent);
+  __m512 t0, t1 = padding;
+  Exponents<kPair, kMasked>(a0, a1, scale2, s.shift[row], real0, real1, &t0, &t1);
+  const __mmask16 above = _mm512_cmp_ps_mask(t0, limit, _CMP_GT_OQ) |
+                          (kPair ? _mm512_cmp_ps_mask(t1, limit, _CMP_GT_OQ) : __mmask16{0});
+  if (__builtin_expect(above != 0, 0)) {
+    RaiseShift(s, row, j, d, scale2, a0, a1, kMasked ? real0 : __mmask16{0xFFFF},
+               kPair ? (kMasked ? real1 : __mmask16{0xFFFF}) : __mmask16{0}, sum);
+    Exponents<kPair, kMasked>(a0, a1, scale2, s.shift[row], real0, real1, &t0, &t1);
+  }
+  uint16_t* out = s.probabilities.data() + static_cast<size_t>(row) * kKeyTile + j;
+  const __m512 e0 = Exp2ForBf16_512(t0);
+  if (kPair) {
+    const __m512 e1 = Exp2ForBf16_512(t1);
+    _mm512_storeu_si512(out, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0)));
+    sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), (__m256i)_mm512_cvtneps_pbh(e0));
+    sum = _mm512_add_ps(sum, e0);
+  }
+}
+
+// Which keys of the tile each row reaches: [lo, hi) tile-relative per row,
+// for a sliding span; every row all tile_keys otherwise.
+struct TileReach {
+  const int32_t* lo = nullptr;  // [rows]; null: 0 for every row
+  const int32_t* hi = nullptr;  // [rows]; null: tile_keys for every row
+  int32_t tile_keys = 0;
+};
+
+// kGroupRows rows' q·k over keys j .. j + 31 (kPair) or j .. j + 15, then
+// their probabilities. 16 independent sums: VDPBF16PS's latency times its
+// throughput needs about 12 in flight.
+template <bool kPair>
+DOCSPARSE_AVX512_BF16 inline void ChunkOfRows(Scratch& s, int32_t r, int32_t j, int32_t d,
+                                              __m512 scale2, const TileReach& reach,
+                                              __m512 sums[kGroupRows]) {
+  const int32_t pairs = d / 2;
+  const uint32_t* q = s.q.data() + static_cast<size_t>(r) * pairs;
+  __m512 a[kGroupRows][2];
+#pragma GCC unroll 8
+  for (int32_t i = 0; i < kGroupRows; ++i) a[i][0] = a[i][1] = _mm512_setzero_ps();
+  for (int32_t i = 0; i < pairs; ++i) {
+    const uint32_t* kp = s.key_pairs.data() + static_cast<size_t>(i) * kKeyTile + j;
+    const __m512bh k0 = (__m512bh)_mm512_loadu_si512(kp);
+    const __m512bh k1 = kPair ? (__m512bh)_mm512_loadu_si512(kp + 16) : k0;
+#pragma GCC unroll 8
+    for (int32_t row = 0; row < kGroupRows; ++row) {
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q[row * pairs + i]));
+      a[row][0] = _mm512_dpbf16_ps(a[row][0], k0, b);
+      if (kPair) a[row][1] = _mm512_dpbf16_ps(a[row][1], k1, b);
     }
   }
+  const int32_t width = kPair ? 32 : 16;
+  const bool masked = reach.lo != nullptr || j + width > reach.tile_keys;
+#pragma GCC unroll 8
+  for (int32_t i = 0; i < kGroupRows; ++i) {
+    if (!masked) {
+      ChunkProbabilities<kPair, false>(s, r + i, j, d, scale2, a[i][0], a[i][1], 0, 0, sums[i]);
+      continue;
+    }
+    const int32_t lo = reach.lo != nullptr ? reach.lo[r + i] : 0;
+    const int32_t hi = reach.hi != nullptr ? reach.hi[r + i] : reach.tile_keys;
+    ChunkProbabilities<kPair, true>(s, r + i, j, d, scale2, a[i][0], a[i][1],
+                                    LanesWithin(j, lo, hi), LanesWithin(j + 16, lo, hi), sums[i]);
+  }
+}
+
+// Rows r .. r + kGroupRows - 1's probabilities over the tile's keys
+// (padded_keys, a multiple of 16, of which reach.tile_keys are real) into
+// s.probabilities, their sums into s.sums, shifts raised as needed.
+DOCSPARSE_AVX512_BF16 inline void GroupProbabilities(Scratch& s, int32_t r, int32_t d,
+                                                     int32_t padded_keys, __m512 scale2,
+                                                     const TileReach& reach) {
+  __m512 sums[kGroupRows];
+  for (int32_t i = 0; i < kGroupRows; ++i) sums[i] = _mm512_loadu_ps(s.sums.data() + (r + i) * 16);
+  int32_t j = 0;
+  for (; j + 32 <= padded_keys; j += 32) ChunkOfRows<true>(s, r, j, d, scale2, reach, sums);
+  if (j < padded_keys) ChunkOfRows<false>(s, r, j, d, scale2, reach, sums);
+  for (int32_t i = 0; i < kGroupRows; ++i) _mm512_storeu_ps(s.sums.data() + (r + i) * 16, sums[i]);
 }
 
 // Two bf16 values at `p` broadcast to every lane.
@@ -167,81 +285,69 @@ DOCSPARSE_AVX512_BF16 inline __m512bh BroadcastPair(const uint16_t* p) {
   return (__m512bh)_mm512_set1_epi32(static_cast<int>(bits));
 }
 
-// acc[r] += Σ_j p[r][j] · v[j] over key pairs, 4 rows x 32 columns (16 at
-// the tail) in registers: each broadcast probability pair feeds two products.
-DOCSPARSE_AVX512_BF16 void Accumulate(Scratch& s, int32_t rows, int32_t d, int32_t tile_keys) {
-  const int32_t key_pairs = (tile_keys + 1) / 2;
-  for (int32_t r = 0; r < rows; r += 4) {
-    // The probabilities of consecutive keys are pairs already, in memory.
-    const uint16_t* p0 = s.probabilities.data() + static_cast<size_t>(r) * kKeyTile;
-    const uint16_t* p1 = p0 + kKeyTile;
-    const uint16_t* p2 = p1 + kKeyTile;
-    const uint16_t* p3 = p2 + kKeyTile;
-    float* acc = s.acc.data() + static_cast<size_t>(r) * d;
+// acc[r] += Σ_j p[r][j] · v[j] over key pairs, kGroupRows rows x 32
+// columns (16 at the tail) in registers: each broadcast probability pair
+// feeds two products, 16 sums in flight.
+template <bool kPair>
+DOCSPARSE_AVX512_BF16 inline void AccumulateColumns(Scratch& s, int32_t r, int32_t c, int32_t d,
+                                                    int32_t key_pairs) {
+  const uint16_t* p = s.probabilities.data() + static_cast<size_t>(r) * kKeyTile;
+  float* acc = s.acc.data() + static_cast<size_t>(r) * d + c;
+  __m512 a[kGroupRows][2];
+#pragma GCC unroll 8
+  for (int32_t row = 0; row < kGroupRows; ++row) {
+    a[row][0] = _mm512_loadu_ps(acc + row * d);
+    if (kPair) a[row][1] = _mm512_loadu_ps(acc + row * d + 16);
+  }
+  for (int32_t j = 0; j < key_pairs; ++j) {
+    const uint32_t* v = s.value_pairs.data() + static_cast<size_t>(j) * d + c;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(v);
+    const __m512bh v1 = kPair ? (__m512bh)_mm512_loadu_si512(v + 16) : v0;
+#pragma GCC unroll 8
+    for (int32_t row = 0; row < kGroupRows; ++row) {
+      // The probabilities of consecutive keys are pairs already, in memory.
+      const __m512bh b = BroadcastPair(p + row * kKeyTile + 2 * j);
+      a[row][0] = _mm512_dpbf16_ps(a[row][0], v0, b);
+      if (kPair) a[row][1] = _mm512_dpbf16_ps(a[row][1], v1, b);
+    }
+  }
+#pragma GCC unroll 8
+  for (int32_t row = 0; row < kGroupRows; ++row) {
+    _mm512_storeu_ps(acc + row * d, a[row][0]);
+    if (kPair) _mm512_storeu_ps(acc + row * d + 16, a[row][1]);
+  }
+}
+
+// Every row against one packed tile, a group of rows at a time: its
+// probabilities, then p·v while they are in L1 (with the packed keys and
+// values, 37 KiB at d = 32); the whole block's probabilities first and p·v
+// after read them back from L2.
+DOCSPARSE_AVX512_BF16 void AttendTile(Scratch& s, int32_t rows, int32_t d, int32_t padded_keys,
+                                      float scale, const TileReach& reach) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  const __m512 scale2 = _mm512_set1_ps(scale * kLog2e);
+  const int32_t key_pairs = (reach.tile_keys + 1) / 2;
+  for (int32_t r = 0; r < rows; r += kGroupRows) {
+    GroupProbabilities(s, r, d, padded_keys, scale2, reach);
     int32_t c = 0;
-    for (; c + 32 <= d; c += 32) {
-      __m512 a00 = _mm512_loadu_ps(acc + c), a01 = _mm512_loadu_ps(acc + c + 16);
-      __m512 a10 = _mm512_loadu_ps(acc + d + c), a11 = _mm512_loadu_ps(acc + d + c + 16);
-      __m512 a20 = _mm512_loadu_ps(acc + 2 * d + c), a21 = _mm512_loadu_ps(acc + 2 * d + c + 16);
-      __m512 a30 = _mm512_loadu_ps(acc + 3 * d + c), a31 = _mm512_loadu_ps(acc + 3 * d + c + 16);
-      for (int32_t j = 0; j < key_pairs; ++j) {
-        const uint32_t* v = s.value_pairs.data() + static_cast<size_t>(j) * d + c;
-        const __m512bh v0 = (__m512bh)_mm512_loadu_si512(v);
-        const __m512bh v1 = (__m512bh)_mm512_loadu_si512(v + 16);
-        __m512bh b = BroadcastPair(p0 + 2 * j);
-        a00 = _mm512_dpbf16_ps(a00, v0, b);
-        a01 = _mm512_dpbf16_ps(a01, v1, b);
-        b = BroadcastPair(p1 + 2 * j);
-        a10 = _mm512_dpbf16_ps(a10, v0, b);
-        a11 = _mm512_dpbf16_ps(a11, v1, b);
-        b = BroadcastPair(p2 + 2 * j);
-        a20 = _mm512_dpbf16_ps(a20, v0, b);
-        a21 = _mm512_dpbf16_ps(a21, v1, b);
-        b = BroadcastPair(p3 + 2 * j);
-        a30 = _mm512_dpbf16_ps(a30, v0, b);
-        a31 = _mm512_dpbf16_ps(a31, v1, b);
-      }
-      _mm512_storeu_ps(acc + c, a00);
-      _mm512_storeu_ps(acc + c + 16, a01);
-      _mm512_storeu_ps(acc + d + c, a10);
-      _mm512_storeu_ps(acc + d + c + 16, a11);
-      _mm512_storeu_ps(acc + 2 * d + c, a20);
-      _mm512_storeu_ps(acc + 2 * d + c + 16, a21);
-      _mm512_storeu_ps(acc + 3 * d + c, a30);
-      _mm512_storeu_ps(acc + 3 * d + c + 16, a31);
-    }
-    if (c < d) {  // the last 16 columns
-      __m512 a0 = _mm512_loadu_ps(acc + c), a1 = _mm512_loadu_ps(acc + d + c);
-      __m512 a2 = _mm512_loadu_ps(acc + 2 * d + c), a3 = _mm512_loadu_ps(acc + 3 * d + c);
-      for (int32_t j = 0; j < key_pairs; ++j) {
-        const __m512bh v =
-            (__m512bh)_mm512_loadu_si512(s.value_pairs.data() + static_cast<size_t>(j) * d + c);
-        a0 = _mm512_dpbf16_ps(a0, v, BroadcastPair(p0 + 2 * j));
-        a1 = _mm512_dpbf16_ps(a1, v, BroadcastPair(p1 + 2 * j));
-        a2 = _mm512_dpbf16_ps(a2, v, BroadcastPair(p2 + 2 * j));
-        a3 = _mm512_dpbf16_ps(a3, v, BroadcastPair(p3 + 2 * j));
-      }
-      _mm512_storeu_ps(acc + c, a0);
-      _mm512_storeu_ps(acc + d + c, a1);
-      _mm512_storeu_ps(acc + 2 * d + c, a2);
-      _mm512_storeu_ps(acc + 3 * d + c, a3);
-    }
+    for (; c + 32 <= d; c += 32) AccumulateColumns<true>(s, r, c, d, key_pairs);
+    if (c < d) AccumulateColumns<false>(s, r, c, d, key_pairs);
   }
 }
 
 // One (item, head, query block): queries [first, last) against its spans.
-void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first, int32_t last,
-                 const KeySpan* spans, const KeySlide* slides, int32_t num_spans, Scratch& s) {
+DOCSPARSE_AVX512_BF16 void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
+                                       int32_t first, int32_t last, const KeySpan* spans,
+                                       const KeySlide* slides, int32_t num_spans, Scratch& s) {
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
   const int32_t pairs = d / 2;
-  const int32_t padded_rows = (rows + 3) / 4 * 4;
+  const int32_t padded_rows = (rows + kGroupRows - 1) / kGroupRows * kGroupRows;
   s.q.assign(static_cast<size_t>(padded_rows) * pairs, 0u);
   s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
-  s.scores.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.probabilities.resize(static_cast<size_t>(padded_rows) * kKeyTile);
-  s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(padded_rows, 0.0f);
+  s.shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
+  s.sums.assign(static_cast<size_t>(padded_rows) * 16, 0.0f);
   s.key_pairs.resize(static_cast<size_t>(pairs) * kKeyTile);
   s.value_pairs.resize(static_cast<size_t>(kKeyTile / 2) * d);
 
@@ -250,9 +356,10 @@ void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first
   const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);
   const uint16_t* q = p.q + q_layout.Start(batch_head, p.heads) + first * q_layout.row_stride;
+  // A row's dims 2i, 2i+1 are a pair as they lie in memory (little-endian).
   for (int32_t r = 0; r < rows; ++r) {
-    const uint16_t* row = q + r * q_layout.row_stride;
-    for (int32_t i = 0; i < pairs; ++i) s.q[r * pairs + i] = Pair(row[2 * i], row[2 * i + 1]);
+    std::memcpy(s.q.data() + static_cast<size_t>(r) * pairs, q + r * q_layout.row_stride,
+                static_cast<size_t>(d) * sizeof(uint16_t));
   }
   const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
   const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
@@ -268,26 +375,38 @@ void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first
       const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
       PackTile(keys + tile * k_layout.row_stride, k_layout.row_stride,
                values + tile * v_layout.row_stride, v_layout.row_stride, tile_keys, d, s);
-      Scores(s, padded_rows, d, padded_keys, p.scale);
+      TileReach reach;
+      reach.tile_keys = tile_keys;
       if (slide.width != 0) {
-        MaskSlidingScores(s.scores.data(), kKeyTile, rows, first, tile, tile_keys, spans[span],
-                          slide);
+        // Spare rows reach every key; their results are dropped.
+        s.reach_lo.assign(padded_rows, 0);
+        s.reach_hi.assign(padded_rows, tile_keys);
+        for (int32_t r = 0; r < rows; ++r) {
+          int32_t lo = 0, hi = 0;
+          SlidingRowKeys(spans[span], slide, first + r, &lo, &hi);
+          s.reach_lo[r] = lo - tile;
+          s.reach_hi[r] = std::min(hi - tile, tile_keys);
+        }
+        reach.lo = s.reach_lo.data();
+        reach.hi = s.reach_hi.data();
       }
-      SoftmaxUpdate(s, padded_rows, d, tile_keys, padded_keys);
-      Accumulate(s, padded_rows, d, tile_keys);
+      AttendTile(s, padded_rows, d, padded_keys, p.scale, reach);
     }
   }
 
   const int64_t out_start = out_layout.Start(batch_head, p.heads) + first * out_layout.row_stride;
   for (int32_t r = 0; r < rows; ++r) {
-    const float inverse = s.row_sum[r] > 0 ? 1.0f / s.row_sum[r] : 0.0f;
+    const float sum = _mm512_reduce_add_ps(_mm512_loadu_ps(s.sums.data() + r * 16));
+    const __m512 inverse = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
     const float* acc = s.acc.data() + static_cast<size_t>(r) * d;
     const int64_t row = out_start + r * out_layout.row_stride;
-    for (int32_t i = 0; i < d; ++i) {
+    for (int32_t c = 0; c < d; c += 16) {
+      const __m512 out = _mm512_mul_ps(_mm512_loadu_ps(acc + c), inverse);
       if (p.out != nullptr) {
-        p.out[row + i] = acc[i] * inverse;
+        _mm512_storeu_ps(p.out + row + c, out);
       } else {
-        p.out_bf16[row + i] = FloatToBf16(acc[i] * inverse);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.out_bf16 + row + c),
+                            (__m256i)_mm512_cvtneps_pbh(out));
       }
     }
   }
@@ -297,7 +416,8 @@ void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head, int32_t first
 
 bool Avx512Bf16BlockSparseAttentionAvailable(int32_t head_dim) {
   const CpuFeatures& cpu = HostCpuFeatures();
-  return cpu.avx512f && cpu.avx512bw_vl && cpu.avx512_bf16 && head_dim > 0 && head_dim % 16 == 0;
+  return cpu.avx512f && cpu.avx512bw_vl && cpu.avx512dq && cpu.avx512_bf16 && head_dim > 0 &&
+         head_dim % 16 == 0;
 }
 
 void BlockSparseAttentionAvx512Bf16(const Bf16AttentionParams& params,

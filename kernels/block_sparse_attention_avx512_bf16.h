@@ -1,14 +1,17 @@
 // The block-sparse attention executor in bf16 for CPUs with AVX512-BF16 but
 // no AMX (AMD Zen 4, Intel Cooper Lake): both products (q·kᵀ and p·v) by
 // VDPBF16PS, pairs of bf16 multiplied and summed into fp32 lanes, and the
-// online softmax in fp32 between them, as the AMX executor does on tiles
+// softmax in fp32 between them, as the AMX executor does on tiles
 // (block_sparse_attention_amx.h; the same parameters, plans and results up
 // to rounding). Without it a bf16 model's attention on such CPUs converted
 // q, k and v to fp32 and ran the fp32 executor at the fp32 rate.
 //
 // Per (item, head, query block), key tiles of up to 256 keys are packed
-// once into pairs along head_dim (for q·kᵀ) and pairs along the keys (for
-// p·v); the probabilities are rounded to bf16 before p·v, as on AMX.
+// once into pairs along head_dim (for q·kᵀ, by 16 x 16 transposes) and pairs
+// along the keys (for p·v). Then eight query rows at a time take the whole
+// tile: scores in registers turned straight into probabilities (a per-row
+// reference shift instead of a running maximum, raised rarely; no fp32
+// score tile), rounded to bf16 as on AMX, and p·v while they are in L1.
 #ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX512_BF16_H_
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX512_BF16_H_
 

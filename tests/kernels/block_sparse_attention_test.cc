@@ -525,12 +525,12 @@ TEST(BlockSparseAttentionAmxTest, ShortSpansShareATileAndDenseSpansMatchReferenc
   ExpectWithinBf16(RunAmx(dense, 2), Reference(dense.problem));
 }
 
-TEST(BlockSparseAttentionAmxTest, LaterKeysFarAboveTheFirstChunksMatchReference) {
-  SKIP_WITHOUT_AMX(32);
-  // d = 32 keeps each row's first-chunk maximum as its shift until a later
-  // chunk's scores exceed it by 2^30: keys past the first 100 scaled by 3
-  // (some rows cross that, some not) and by 8 (every row, many times over),
-  // in one tile and across the 768-key tiles.
+// Keys past the first 100 scaled by 3 (some rows' scores then exceed their
+// first chunk's maximum by 2^30, some not) and by 8 (every row, many times
+// over), in one key tile and across several: executors that keep each row's
+// first-chunk maximum as its shift until a later chunk outgrows it by 2^30
+// (AMX at d = 32, AVX512-BF16) must rescale what the row has so far.
+void ExpectLaterKeysFarAboveTheFirstChunksMatchReference(Bf16AttentionExecutor executor) {
   for (const float factor : {3.0f, 8.0f}) {
     for (const int k_len : {300, 2000}) {
       Problem p = MakeProblem(1, 2, 40, k_len, 32, 20, /*dense=*/true, 11);
@@ -541,9 +541,15 @@ TEST(BlockSparseAttentionAmxTest, LaterKeysFarAboveTheFirstChunksMatchReference)
         }
       }
       const Bf16Problem b = ToBf16(std::move(p));
-      ExpectWithinBf16(RunAmx(b, 2), Reference(b.problem));
+      SCOPED_TRACE(::testing::Message() << "factor " << factor << ", k_len " << k_len);
+      ExpectWithinBf16(RunBf16(executor, b, 2), Reference(b.problem));
     }
   }
+}
+
+TEST(BlockSparseAttentionAmxTest, LaterKeysFarAboveTheFirstChunksMatchReference) {
+  SKIP_WITHOUT_AMX(32);
+  ExpectLaterKeysFarAboveTheFirstChunksMatchReference(&BlockSparseAttentionAmx);
 }
 
 TEST(BlockSparseAttentionAmxTest, PrepackedChunksAndKeysPackedPerBlockMixMatchReference) {
@@ -682,6 +688,11 @@ TEST(BlockSparseAttentionAvx512Bf16Test, SlidingSpansMatchReference) {
         ToBf16(MakeSlidingProblem(2, 2, 150, 700, 32, block_size, 7 * block_size, 600));
     ExpectWithinBf16(RunAvx512Bf16(b, 2), Reference(b.problem));
   }
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, LaterKeysFarAboveTheFirstChunksMatchReference) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  ExpectLaterKeysFarAboveTheFirstChunksMatchReference(&BlockSparseAttentionAvx512Bf16);
 }
 
 TEST(BlockSparseAttentionAvx512Bf16Test, BlockWithoutSpansGivesZerosAndThreadsDoNotChangeBits) {
