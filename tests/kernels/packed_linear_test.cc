@@ -66,6 +66,30 @@ TEST(PackedLinearTest, EveryRowCountMatchesTheDoubleProduct) {
   }
 }
 
+// int8 products run in chunks of at most 512 rows, each quantized,
+// multiplied and scaled back in turn: every row of a product across several
+// chunks (and a remainder) has the bits it has computed alone (its scale is
+// its own and its int32 sums are exact), and is close to the double product.
+TEST(PackedLinearTest, Int8RowsAcrossChunksHaveTheBitsTheyHaveAlone) {
+  std::mt19937 rng(14);
+  const Problem p = MakeProblem(rng);
+  const auto linear = PackedLinear::Create(p.weight.data(), p.bias.data(), p.out, p.in,
+                                           LinearElement::kFp32, LinearWeights::kInt8);
+  ASSERT_NE(linear, nullptr);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t rows = 1300;  // 512 + 512 + 256 + 20
+  std::vector<float> x(rows * p.in), y(rows * p.out, NAN), alone(p.out, NAN);
+  for (float& v : x) v = normal(rng);
+  linear->Run(x.data(), rows, y.data());
+  for (int64_t r = 0; r < rows; r += 37) {
+    linear->Run(x.data() + r * p.in, 1, alone.data());
+    for (int64_t o = 0; o < p.out; ++o) {
+      ASSERT_EQ(y[r * p.out + o], alone[o]) << "row " << r << " output " << o;
+    }
+  }
+  EXPECT_LT(MaxError(p, x, y, rows), 0.1);
+}
+
 TEST(PackedLinearTest, CompiledProductsStayBoundedOverManyRowCounts) {
   std::mt19937 rng(12);
   const Problem p = MakeProblem(rng);
