@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "kernels/transpose_avx512.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -51,32 +52,8 @@ struct Simd {
                               _mm512_cmple_epi32_mask(lo, k) & _mm512_cmplt_epi32_mask(k, hi), s);
   }
   // out[i] = the 16 values of rows[0..15] at column i, for 16 rows of 16
-  // floats: the usual unpack / shuffle / 128-bit-lane permutes.
-  static DOCSPARSE_LANES_TARGET void Transpose(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; ++i) {
-      t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-      t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-      t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-      t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 4; ++i) {
-      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-      r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
-      r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
-    }
-  }
+  // floats.
+  static DOCSPARSE_LANES_TARGET void Transpose(__m512 r[16]) { Transpose16x16Avx512(r); }
 };
 
 }  // namespace

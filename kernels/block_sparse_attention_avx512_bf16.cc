@@ -11,6 +11,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/key_segments.h"
+#include "kernels/transpose_avx512.h"
 #include "kernels/vector_exp.h"
 
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593).
@@ -23,7 +24,8 @@ namespace {
 #define DOCSPARSE_AVX512_BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
-// Keys per tile, as in the fp32 executor: the score tile stays in L2.
+// Keys per tile: its packed keys and values (16 KiB each at d = 32) and a
+// group's probabilities stay in L1 while the group takes the tile.
 constexpr int32_t kKeyTile = 256;
 
 // Rows computed together. Rows are padded to a multiple of it (spare rows
@@ -42,39 +44,11 @@ struct Scratch {
   std::vector<int32_t> reach_lo, reach_hi;  // [rows]: a sliding span's keys in the tile
 };
 
-// r[i] lane j becomes r[j] lane i: a 16 x 16 transpose of 32-bit elements
-// in 64 shuffles (a gather per 16 elements cost several times that).
-DOCSPARSE_AVX512_BF16 inline void Transpose16x16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 4) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    t[i + 2] = _mm512_unpacklo_epi32(r[i + 2], r[i + 3]);
-    t[i + 3] = _mm512_unpackhi_epi32(r[i + 2], r[i + 3]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-  }
-}
-
 // Packs one tile of keys and values (rows `stride` elements apart) into the
 // pair layouts; spare keys up to the padded count are zero. Keys: 16 keys'
 // 16 pairs at a time, each key's pairs as they lie in memory (dims 2i,
-// 2i+1 are adjacent) transposed into pair-major rows; values: two rows' 16
-// columns widened to 32 bits and merged.
+// 2i+1 are adjacent) transposed into pair-major rows (a gather per 16 keys
+// was slower); values: two rows' 16 columns widened to 32 bits and merged.
 DOCSPARSE_AVX512_BF16 void PackTile(const uint16_t* keys, int64_t key_stride,
                                     const uint16_t* values, int64_t value_stride, int32_t tile_keys,
                                     int32_t d, Scratch& s) {
@@ -85,16 +59,16 @@ DOCSPARSE_AVX512_BF16 void PackTile(const uint16_t* keys, int64_t key_stride,
     for (int32_t first_pair = 0; first_pair < pairs; first_pair += 16) {
       const int32_t count = std::min(16, pairs - first_pair);
       const __mmask16 lanes = FirstLanes(count);
-      __m512i block[16];
+      __m512 block[16];
       for (int32_t m = 0; m < 16; ++m) {
-        block[m] = m < real_keys ? _mm512_maskz_loadu_epi32(
-                                       lanes, keys + (j + m) * key_stride + 2 * first_pair)
-                                 : _mm512_setzero_si512();
+        block[m] = m < real_keys ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(
+                                       lanes, keys + (j + m) * key_stride + 2 * first_pair))
+                                 : _mm512_setzero_ps();
       }
-      Transpose16x16(block);
+      Transpose16x16Avx512(block);
       for (int32_t i = 0; i < count; ++i) {
         _mm512_storeu_si512(s.key_pairs.data() + static_cast<size_t>(first_pair + i) * kKeyTile + j,
-                            block[i]);
+                            _mm512_castps_si512(block[i]));
       }
     }
   }
@@ -118,7 +92,7 @@ DOCSPARSE_AVX512_BF16 void PackTile(const uint16_t* keys, int64_t key_stride,
 // shift instead of a running maximum, as the AMX executor's register path
 // keeps them: each row's first real chunk sets its shift to the ceiling of
 // that chunk's largest exponent, and a later chunk raises it only where an
-// exponent would exceed kLazyRescaleLog2 (a logit gap of ~21 at scale 1/√32),
+// exponent would exceed kLazyRescaleLog2 (a gap of ~21 in the scaled logits),
 // which almost never happens. Values up to 2^30 are exact enough in fp32 and
 // bf16 (both keep 8 exponent bits), the final division by the row's sum
 // cancels the shift, and the shift stays an integer, so a raise rescales
@@ -226,29 +200,43 @@ struct TileReach {
   int32_t tile_keys = 0;
 };
 
+// The products of both halves: a[row][h] += Σ_i broadcast(pair i of row
+// `row`) · pairs[i][16h .. 16h + 15], for kGroupRows rows and 32 lanes
+// (kPair) or 16. q·k takes each row's query pairs against key pairs, p·v
+// each row's probability pairs against value pairs. 16 independent sums:
+// VDPBF16PS's latency times its throughput needs about 12 in flight.
+template <bool kPair>
+DOCSPARSE_AVX512_BF16 inline void DotPairs(const void* rows, int64_t row_stride,
+                                           const uint32_t* pairs, int64_t pair_stride,
+                                           int32_t count, __m512 a[kGroupRows][2]) {
+  const auto* row_bytes = static_cast<const uint8_t*>(rows);
+  for (int32_t i = 0; i < count; ++i) {
+    const uint32_t* v = pairs + static_cast<size_t>(i) * pair_stride;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(v);
+    const __m512bh v1 = kPair ? (__m512bh)_mm512_loadu_si512(v + 16) : v0;
+#pragma GCC unroll 8
+    for (int32_t row = 0; row < kGroupRows; ++row) {
+      uint32_t bits;  // two bf16 values, as they lie in memory
+      std::memcpy(&bits, row_bytes + (row * row_stride + i) * sizeof(uint32_t), sizeof(bits));
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(bits));
+      a[row][0] = _mm512_dpbf16_ps(a[row][0], v0, b);
+      if (kPair) a[row][1] = _mm512_dpbf16_ps(a[row][1], v1, b);
+    }
+  }
+}
+
 // kGroupRows rows' q·k over keys j .. j + 31 (kPair) or j .. j + 15, then
-// their probabilities. 16 independent sums: VDPBF16PS's latency times its
-// throughput needs about 12 in flight.
+// their probabilities.
 template <bool kPair>
 DOCSPARSE_AVX512_BF16 inline void ChunkOfRows(Scratch& s, int32_t r, int32_t j, int32_t d,
                                               __m512 scale2, const TileReach& reach,
                                               __m512 sums[kGroupRows]) {
   const int32_t pairs = d / 2;
-  const uint32_t* q = s.q.data() + static_cast<size_t>(r) * pairs;
   __m512 a[kGroupRows][2];
 #pragma GCC unroll 8
   for (int32_t i = 0; i < kGroupRows; ++i) a[i][0] = a[i][1] = _mm512_setzero_ps();
-  for (int32_t i = 0; i < pairs; ++i) {
-    const uint32_t* kp = s.key_pairs.data() + static_cast<size_t>(i) * kKeyTile + j;
-    const __m512bh k0 = (__m512bh)_mm512_loadu_si512(kp);
-    const __m512bh k1 = kPair ? (__m512bh)_mm512_loadu_si512(kp + 16) : k0;
-#pragma GCC unroll 8
-    for (int32_t row = 0; row < kGroupRows; ++row) {
-      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(q[row * pairs + i]));
-      a[row][0] = _mm512_dpbf16_ps(a[row][0], k0, b);
-      if (kPair) a[row][1] = _mm512_dpbf16_ps(a[row][1], k1, b);
-    }
-  }
+  DotPairs<kPair>(s.q.data() + static_cast<size_t>(r) * pairs, pairs, s.key_pairs.data() + j,
+                  kKeyTile, pairs, a);
   const int32_t width = kPair ? 32 : 16;
   const bool masked = reach.lo != nullptr || j + width > reach.tile_keys;
 #pragma GCC unroll 8
@@ -278,20 +266,12 @@ DOCSPARSE_AVX512_BF16 inline void GroupProbabilities(Scratch& s, int32_t r, int3
   for (int32_t i = 0; i < kGroupRows; ++i) _mm512_storeu_ps(s.sums.data() + (r + i) * 16, sums[i]);
 }
 
-// Two bf16 values at `p` broadcast to every lane.
-DOCSPARSE_AVX512_BF16 inline __m512bh BroadcastPair(const uint16_t* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return (__m512bh)_mm512_set1_epi32(static_cast<int>(bits));
-}
-
 // acc[r] += Σ_j p[r][j] · v[j] over key pairs, kGroupRows rows x 32
-// columns (16 at the tail) in registers: each broadcast probability pair
-// feeds two products, 16 sums in flight.
+// columns (16 at the tail) in registers. The probabilities of consecutive
+// keys are pairs already, in memory.
 template <bool kPair>
 DOCSPARSE_AVX512_BF16 inline void AccumulateColumns(Scratch& s, int32_t r, int32_t c, int32_t d,
                                                     int32_t key_pairs) {
-  const uint16_t* p = s.probabilities.data() + static_cast<size_t>(r) * kKeyTile;
   float* acc = s.acc.data() + static_cast<size_t>(r) * d + c;
   __m512 a[kGroupRows][2];
 #pragma GCC unroll 8
@@ -299,18 +279,8 @@ DOCSPARSE_AVX512_BF16 inline void AccumulateColumns(Scratch& s, int32_t r, int32
     a[row][0] = _mm512_loadu_ps(acc + row * d);
     if (kPair) a[row][1] = _mm512_loadu_ps(acc + row * d + 16);
   }
-  for (int32_t j = 0; j < key_pairs; ++j) {
-    const uint32_t* v = s.value_pairs.data() + static_cast<size_t>(j) * d + c;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(v);
-    const __m512bh v1 = kPair ? (__m512bh)_mm512_loadu_si512(v + 16) : v0;
-#pragma GCC unroll 8
-    for (int32_t row = 0; row < kGroupRows; ++row) {
-      // The probabilities of consecutive keys are pairs already, in memory.
-      const __m512bh b = BroadcastPair(p + row * kKeyTile + 2 * j);
-      a[row][0] = _mm512_dpbf16_ps(a[row][0], v0, b);
-      if (kPair) a[row][1] = _mm512_dpbf16_ps(a[row][1], v1, b);
-    }
-  }
+  DotPairs<kPair>(s.probabilities.data() + static_cast<size_t>(r) * kKeyTile, kKeyTile / 2,
+                  s.value_pairs.data() + c, d, key_pairs, a);
 #pragma GCC unroll 8
   for (int32_t row = 0; row < kGroupRows; ++row) {
     _mm512_storeu_ps(acc + row * d, a[row][0]);
@@ -320,8 +290,8 @@ DOCSPARSE_AVX512_BF16 inline void AccumulateColumns(Scratch& s, int32_t r, int32
 
 // Every row against one packed tile, a group of rows at a time: its
 // probabilities, then p·v while they are in L1 (with the packed keys and
-// values, 37 KiB at d = 32); the whole block's probabilities first and p·v
-// after read them back from L2.
+// values, 37 KiB at d = 32). As measured, no faster than all the block's
+// probabilities first; the scratch a group touches is smaller.
 DOCSPARSE_AVX512_BF16 void AttendTile(Scratch& s, int32_t rows, int32_t d, int32_t padded_keys,
                                       float scale, const TileReach& reach) {
   constexpr float kLog2e = 1.44269504088896341f;
