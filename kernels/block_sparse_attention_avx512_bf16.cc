@@ -292,8 +292,9 @@ DOCSPARSE_AVX512_BF16 inline void AccumulateColumns(Scratch& s, int32_t r, int32
 // probabilities, then p·v while they are in L1 (with the packed keys and
 // values, 37 KiB at d = 32). As measured, no faster than all the block's
 // probabilities first; the scratch a group touches is smaller.
-DOCSPARSE_AVX512_BF16 void AttendTile(Scratch& s, int32_t rows, int32_t d, int32_t padded_keys,
-                                      float scale, const TileReach& reach) {
+DOCSPARSE_AVX512_BF16 void AttendTile(Scratch& s, int32_t rows, int32_t d, float scale,
+                                      const TileReach& reach) {
+  const int32_t padded_keys = (reach.tile_keys + 15) / 16 * 16;
   constexpr float kLog2e = 1.44269504088896341f;
   const __m512 scale2 = _mm512_set1_ps(scale * kLog2e);
   const int32_t key_pairs = (reach.tile_keys + 1) / 2;
@@ -313,7 +314,7 @@ DOCSPARSE_AVX512_BF16 void AttendBlock(const Bf16AttentionParams& p, int64_t bat
   const int32_t d = p.head_dim;
   const int32_t pairs = d / 2;
   const int32_t padded_rows = (rows + kGroupRows - 1) / kGroupRows * kGroupRows;
-  s.q.assign(static_cast<size_t>(padded_rows) * pairs, 0u);
+  s.q.resize(static_cast<size_t>(padded_rows) * pairs);
   s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
   s.probabilities.resize(static_cast<size_t>(padded_rows) * kKeyTile);
   s.shift.assign(padded_rows, -std::numeric_limits<float>::infinity());
@@ -331,6 +332,7 @@ DOCSPARSE_AVX512_BF16 void AttendBlock(const Bf16AttentionParams& p, int64_t bat
     std::memcpy(s.q.data() + static_cast<size_t>(r) * pairs, q + r * q_layout.row_stride,
                 static_cast<size_t>(d) * sizeof(uint16_t));
   }
+  std::fill(s.q.begin() + static_cast<size_t>(rows) * pairs, s.q.end(), 0u);  // spare rows
   const uint16_t* keys = p.k + k_layout.Start(batch_head, p.heads);
   const uint16_t* values = p.v + v_layout.Start(batch_head, p.heads);
 
@@ -342,7 +344,6 @@ DOCSPARSE_AVX512_BF16 void AttendBlock(const Bf16AttentionParams& p, int64_t bat
     SlidingBlockKeys(spans[span], slide, first, last, &begin, &end);
     for (int32_t tile = begin; tile < end; tile += kKeyTile) {
       const int32_t tile_keys = std::min(kKeyTile, end - tile);
-      const int32_t padded_keys = (tile_keys + 15) / 16 * 16;
       PackTile(keys + tile * k_layout.row_stride, k_layout.row_stride,
                values + tile * v_layout.row_stride, v_layout.row_stride, tile_keys, d, s);
       TileReach reach;
@@ -360,7 +361,7 @@ DOCSPARSE_AVX512_BF16 void AttendBlock(const Bf16AttentionParams& p, int64_t bat
         reach.lo = s.reach_lo.data();
         reach.hi = s.reach_hi.data();
       }
-      AttendTile(s, padded_rows, d, padded_keys, p.scale, reach);
+      AttendTile(s, padded_rows, d, p.scale, reach);
     }
   }
 

@@ -177,8 +177,10 @@ void ComputeThreads::Loop(int index, const std::function<void()>& setup) {
       queue_.pop_front();
       lone = widens_ && index == 0 && busy_ == 0 && queue_.empty();
       ++busy_;
-      if (index == 0) first_busy_ = true;
-      lone_running_ = lone;
+      if (index == 0) {
+        first_busy_ = true;
+        lone_running_ = lone;
+      }
     }
     if (widens_) SetWidth(lone ? widening_.lone : widening_.shared);
     (*task->work)();

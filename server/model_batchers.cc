@@ -12,8 +12,8 @@ BatchLimits LimitsOf(const BatchingConfig& config, bool gpu, int max_batch_size_
   limits.max_batch_size =
       max_batch_size_override > 0 ? max_batch_size_override : config.max_batch_size;
   limits.max_queue_delay = std::chrono::milliseconds(config.max_queue_delay_ms);
-  int64_t cpu_tokens = BatchingConfig::kCpuMaxBatchTokens;
-  if (threads_per_batch == 1) cpu_tokens = BatchingConfig::kCpuOneThreadMaxBatchTokens;
+  const int64_t cpu_tokens = threads_per_batch == 1 ? BatchingConfig::kCpuOneThreadMaxBatchTokens
+                                                    : BatchingConfig::kCpuMaxBatchTokens;
   limits.max_batch_tokens =
       config.max_batch_tokens.value_or(gpu ? BatchingConfig::kGpuMaxBatchTokens : cpu_tokens);
   limits.max_batch_attention_flops = config.max_batch_attention_gflops.value_or(
