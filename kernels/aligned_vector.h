@@ -8,7 +8,9 @@
 #define DOCSPARSE_KERNELS_ALIGNED_VECTOR_H_
 
 #include <cstddef>
+#include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace docsparse {
@@ -33,6 +35,17 @@ struct CacheLineAllocator {
 
 template <typename T>
 using CacheLineVector = std::vector<T, CacheLineAllocator<T>>;
+
+// `v` resized to `n` elements, all zero bits (0 for integers, +0.0 for
+// floats). vector::assign fills element by element, which at -O2 is a scalar
+// store per float: 3.6% of the AVX512-BF16 LSG attention at 4,096 tokens
+// went to zeroing its per-block accumulators that way; memset is vectorized.
+template <typename T>
+void AssignZeros(CacheLineVector<T>& v, size_t n) {
+  static_assert(std::is_arithmetic_v<T>, "all-zero bits must mean zero");
+  v.resize(n);
+  if (n != 0) std::memset(v.data(), 0, n * sizeof(T));
+}
 
 }  // namespace docsparse
 

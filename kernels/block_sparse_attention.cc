@@ -237,10 +237,10 @@ void AttendBlockLanes(const AttentionParams& p, bool pack_heads, int64_t batch_h
   const int32_t padded_rows = Block::PaddedRows(rows);
   const DenormalsAsZero denormals_as_zero;
   s.q.resize(static_cast<size_t>(padded_rows) * d);
-  s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
+  AssignZeros(s.acc, static_cast<size_t>(padded_rows) * d);
   s.scores.resize(static_cast<size_t>(Block::kGroupRows) * kKeyTile);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(padded_rows, 0.0f);
+  AssignZeros(s.row_sum, padded_rows);
   Block block{
       s.q.data(), s.acc.data(), s.scores.data(), s.row_max.data(), s.row_sum.data(), padded_rows,
       d};
@@ -271,11 +271,11 @@ void AttendBlockPortable(const AttentionParams& p, int64_t batch_head, int32_t f
   const int32_t rows = last - first;
   const int32_t d = p.head_dim;
   const size_t row_floats = static_cast<size_t>(rows) * d;
-  s.q.assign(row_floats, 0.0f);
-  s.acc.assign(row_floats, 0.0f);
+  AssignZeros(s.q, row_floats);
+  AssignZeros(s.acc, row_floats);
   s.scores.resize(static_cast<size_t>(rows) * kKeyTile);
   s.row_max.assign(rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(rows, 0.0f);
+  AssignZeros(s.row_sum, rows);
 
   const RowLayout q_layout = p.q_layout.Resolve(p.heads, p.q_len, d);
   const RowLayout out_layout = p.out_layout.Resolve(p.heads, p.q_len, d);

@@ -601,9 +601,9 @@ DOCSPARSE_AMX void AttendBlock(const Bf16AttentionParams& p, int64_t batch_head,
   const int32_t d = p.head_dim;
   const int32_t row_tiles = LoadQueries(p, batch_head, first, last, s);
   const int32_t padded_rows = row_tiles * kTileRows;
-  s.acc.assign(static_cast<size_t>(padded_rows) * d, 0.0f);
+  AssignZeros(s.acc, static_cast<size_t>(padded_rows) * d);
   s.row_max.assign(padded_rows, -std::numeric_limits<float>::infinity());
-  s.row_sum.assign(padded_rows, 0.0f);
+  AssignZeros(s.row_sum, padded_rows);
 
   const RowLayout k_layout = p.k_layout.Resolve(p.heads, p.k_len, d);
   const RowLayout v_layout = p.v_layout.Resolve(p.heads, p.k_len, d);
