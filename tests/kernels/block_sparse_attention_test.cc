@@ -411,6 +411,40 @@ void ExpectWithinBf16(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_LE(total / static_cast<double>(got.size()), 1e-3);
 }
 
+// Keys and values that no span reaches hold NaN (as a key sequence's gaps
+// or unused rows may): spans begin and end at odd and even keys inside the
+// executors' chunks of 16 and 32 keys, next to NaN keys, and the output must
+// still match the reference, which reads only the spans.
+void ExpectKeysOutsideEverySpanIgnored(Bf16AttentionExecutor executor) {
+  Bf16Problem b = ToBf16(MakeProblem(1, 2, 48, 300, 32, 16, /*dense=*/true, 23));
+  Problem& p = b.problem;
+  // Per block of 16 queries (3 a head), spans starting at keys 3 (odd), 40
+  // (even, mid-chunk), 17, 101 (odd) and ending at odd and even keys.
+  const std::vector<std::vector<KeySpan>> block_spans = {
+      {{3, 20}}, {{40, 35}, {96, 2}}, {{17, 1}, {101, 150}}};
+  p.spans.clear();
+  p.offsets = {0};
+  std::vector<uint8_t> reached(p.k_len, 0);
+  for (int head = 0; head < p.heads; ++head) {
+    for (const std::vector<KeySpan>& spans : block_spans) {
+      for (const KeySpan& span : spans) {
+        p.spans.push_back(span);
+        std::fill_n(reached.begin() + span.begin, span.length, 1);
+      }
+      p.offsets.push_back(static_cast<int32_t>(p.spans.size()));
+    }
+  }
+  for (int head = 0; head < p.heads; ++head) {
+    for (int key = 0; key < p.k_len; ++key) {
+      if (reached[key]) continue;
+      const size_t row = (static_cast<size_t>(head) * p.k_len + key) * p.head_dim;
+      std::fill_n(b.k.begin() + row, p.head_dim, uint16_t{0x7fc0});
+      std::fill_n(b.v.begin() + row, p.head_dim, uint16_t{0x7fc0});
+    }
+  }
+  ExpectWithinBf16(RunBf16(executor, b, 2), Reference(p));
+}
+
 // A bf16 executor reading the keys as three segments of their own buffers
 // (rows padded to head_dim + 16, gaps between segments no span reaches)
 // gives the bits of the same plan over one contiguous key sequence: LSG's
@@ -584,6 +618,11 @@ TEST(BlockSparseAttentionAmxTest, KeySegmentsGiveTheContiguousKeysBits) {
   }
 }
 
+TEST(BlockSparseAttentionAmxTest, KeysOutsideEverySpanAreIgnoredEvenIfNaN) {
+  SKIP_WITHOUT_AMX(32);
+  ExpectKeysOutsideEverySpanIgnored(&BlockSparseAttentionAmx);
+}
+
 TEST(BlockSparseAttentionAmxTest, BlockWithoutSpansGivesZeros) {
   SKIP_WITHOUT_AMX(32);
   Bf16Problem b = ToBf16(MakeProblem(1, 1, 40, 40, 32, 20, /*dense=*/true, 3));
@@ -715,6 +754,11 @@ TEST(BlockSparseAttentionAvx512Bf16Test, InterleavedLayoutsAndBf16OutputGiveTheS
 TEST(BlockSparseAttentionAvx512Bf16Test, KeySegmentsGiveTheContiguousKeysBits) {
   SKIP_WITHOUT_AVX512_BF16(32);
   ExpectKeySegmentsAgree(&BlockSparseAttentionAvx512Bf16, 32, /*unaligned_last=*/false);
+}
+
+TEST(BlockSparseAttentionAvx512Bf16Test, KeysOutsideEverySpanAreIgnoredEvenIfNaN) {
+  SKIP_WITHOUT_AVX512_BF16(32);
+  ExpectKeysOutsideEverySpanIgnored(&BlockSparseAttentionAvx512Bf16);
 }
 
 TEST(BlockSparseAttentionAvx512Bf16Test, HeadSizesOtherThanMultiplesOf16AreNotAvailable) {
