@@ -19,6 +19,8 @@
 #include "model/attention/cost_model.h"
 #include "model/attention/lsg_attention.h"
 #include "model/checkpoint/bart_config.h"
+#include "model/checkpoint/precision.h"
+#include "model/encoder/linear_precision.h"
 #include "model/seq2seq/bart_decoder.h"
 #include "model/seq2seq/bart_encoder.h"
 #include "model/seq2seq/seq2seq_model.h"
@@ -27,6 +29,8 @@ ABSL_FLAG(std::vector<std::string>, s2s_tokens, std::vector<std::string>({"4096"
           "seq2seq: input lengths (tokens, special tokens included)");
 ABSL_FLAG(int, s2s_rows, 4, "seq2seq: decoder rows (beams) of the one document");
 ABSL_FLAG(int, s2s_steps, 32, "seq2seq: decode steps timed");
+ABSL_FLAG(std::vector<std::string>, s2s_precision, std::vector<std::string>({"fp32"}),
+          "seq2seq: precisions (fp32, bf16, int8, auto), a model each");
 // Shared with `docsparse-bench attention` (bench/attention_bench_main.cc).
 ABSL_DECLARE_FLAG(int, repeats);
 ABSL_DECLARE_FLAG(int, threads);
@@ -57,6 +61,9 @@ BartConfig LsgBartBaseConfig(int max_tokens) {
   config.num_heads = 12;
   config.intermediate_size = 3072;
   config.max_position_embeddings = max_tokens;
+  // As the checkpoint reader sets it where config.json names no decoder
+  // limit (bart_config.cc); left 0, every decode step was refused.
+  config.decoder_max_position_embeddings = max_tokens;
   config.pad_token_id = 1;
   config.scale_embedding = false;
   config.activation = Activation::kGelu;
@@ -94,7 +101,7 @@ BartLayerWeights RandomLayer(int64_t h, int64_t ffn) {
   return w;
 }
 
-std::unique_ptr<Seq2SeqModel> RandomModel(const BartConfig& config) {
+std::unique_ptr<Seq2SeqModel> RandomModel(const BartConfig& config, Precision precision) {
   const int64_t h = config.hidden_size;
   const int64_t positions = config.max_position_embeddings + config.position_offset();
   const at::Tensor shared = Matrix(config.vocab_size, h);
@@ -129,8 +136,9 @@ std::unique_ptr<Seq2SeqModel> RandomModel(const BartConfig& config) {
   decoder.final_logits_bias = at::zeros({config.vocab_size});
   return std::make_unique<Seq2SeqModel>(
       std::make_unique<BartEncoder>(config, std::move(encoder),
-                                    MakeLsgAttention(*config.lsg, absl::GetFlag(FLAGS_threads))),
-      std::make_unique<BartDecoder>(config, std::move(decoder)));
+                                    MakeLsgAttention(*config.lsg, absl::GetFlag(FLAGS_threads)),
+                                    at::kCPU, precision),
+      std::make_unique<BartDecoder>(config, std::move(decoder), at::kCPU, precision));
 }
 
 double Median(std::vector<double> values) {
@@ -138,7 +146,7 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-int RunCase(const Seq2SeqModel& model, int64_t tokens) {
+int RunCase(const Seq2SeqModel& model, int64_t tokens, Precision precision) {
   const BartConfig& config = model.config();
   EncoderBatch batch;
   std::vector<int32_t> ids(tokens);
@@ -194,19 +202,21 @@ int RunCase(const Seq2SeqModel& model, int64_t tokens) {
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"bench\": \"seq2seq\", \"model\": \"lsg-bart-base-random\", \"tokens\": %lld, "
-        "\"threads\": %d, \"encoder_ms\": %.3f, \"encoder_gflop\": %.3f, "
+        "\"precision\": \"%s\", \"threads\": %d, \"encoder_ms\": %.3f, \"encoder_gflop\": %.3f, "
         "\"encoder_attention_density\": %.6f, \"attach_ms\": %.3f, \"attach_gflop\": %.3f, "
         "\"rows\": %d, \"steps\": %zu, \"step_ms_median\": %.3f, \"step_ms_mean\": %.3f, "
         "\"step_gflop\": %.4f, \"peak_rss_mb\": %.1f}\n",
-        static_cast<long long>(tokens), absl::GetFlag(FLAGS_threads), encoder_median,
-        cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, attach_flops / 1e9, rows,
-        step_ms.size(), step_median, step_mean, step_flops / 1e9, PeakRssMb());
+        static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
+        absl::GetFlag(FLAGS_threads), encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(),
+        attach_ms, attach_flops / 1e9, rows, step_ms.size(), step_median, step_mean,
+        step_flops / 1e9, PeakRssMb());
   } else {
     std::printf(
-        "lsg-bart-base tokens %6lld  encoder %9.1f ms (%.1f GFLOP, density %.4f)  attach %7.1f "
+        "lsg-bart-base tokens %6lld  %s  encoder %9.1f ms (%.1f GFLOP, density %.4f)  attach %7.1f "
         "ms  step[%d rows] median %7.2f ms mean %7.2f ms (%.3f GFLOP)  peak %8.1f MB\n",
-        static_cast<long long>(tokens), encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(),
-        attach_ms, rows, step_median, step_mean, step_flops / 1e9, PeakRssMb());
+        static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
+        encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, rows, step_median,
+        step_mean, step_flops / 1e9, PeakRssMb());
   }
   std::fflush(stdout);
   return 0;
@@ -236,9 +246,17 @@ int RunSeq2SeqBench() {
   // plus LSG's block padding.
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   const BartConfig config = LsgBartBaseConfig(static_cast<int>((longest / 128 + 1) * 128));
-  const std::unique_ptr<Seq2SeqModel> model = RandomModel(config);
   int status = 0;
-  for (int64_t tokens : lengths) status |= RunCase(*model, tokens);
+  for (const std::string& text : absl::GetFlag(FLAGS_s2s_precision)) {
+    const std::optional<Precision> requested = ParsePrecision(text);
+    if (!requested.has_value() || *requested == Precision::kFp16) {
+      std::fprintf(stderr, "bad --s2s_precision %s (fp32, bf16, int8, auto)\n", text.c_str());
+      return 2;
+    }
+    const Precision precision = ResolvePrecision(*requested, HostCpuFeatures());
+    const std::unique_ptr<Seq2SeqModel> model = RandomModel(config, precision);
+    for (int64_t tokens : lengths) status |= RunCase(*model, tokens, precision);
+  }
   return status;
 }
 
