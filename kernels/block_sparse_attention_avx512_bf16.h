@@ -6,12 +6,13 @@
 // to rounding). Without it a bf16 model's attention on such CPUs converted
 // q, k and v to fp32 and ran the fp32 executor at the fp32 rate.
 //
-// Per (item, head, query block), key tiles of up to 256 keys are packed
-// once into pairs along head_dim (for q·kᵀ, by 16 x 16 transposes) and pairs
-// along the keys (for p·v). Then eight query rows at a time take the whole
-// tile: scores in registers turned straight into probabilities (a per-row
-// reference shift instead of a running maximum, raised rarely; no fp32
-// score tile), rounded to bf16 as on AMX, and p·v while they are in L1.
+// Each (item, head)'s keys are packed once, in chunks of 16 as query blocks
+// first reach them, into pairs along head_dim (for q·kᵀ, by 16 x 16
+// transposes) and pairs along the keys (for p·v), key segments read where
+// they lie. Per query block, key tiles of up to 256 packed keys; eight query
+// rows at a time take the whole tile: scores in registers turned straight into probabilities (a
+// per-row reference shift instead of a running maximum, raised rarely; no fp32 score tile), rounded
+// to bf16 as on AMX, and p·v while they are in L1.
 #ifndef DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX512_BF16_H_
 #define DOCSPARSE_KERNELS_BLOCK_SPARSE_ATTENTION_AVX512_BF16_H_
 
