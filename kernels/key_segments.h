@@ -16,7 +16,7 @@ namespace docsparse {
 // Keys and values [batch, heads, k_len, head_dim], contiguous, assembled
 // from a params' segments (zeros between them), and the params reading them.
 struct AssembledKeys {
-  CacheLineVector<uint16_t> k, v;
+  UninitializedCacheLineVector<uint16_t> k, v;  // every element written by the assembly
   Bf16AttentionParams params;
 };
 
