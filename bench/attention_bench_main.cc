@@ -49,6 +49,7 @@
 #include "bench/sbm_tiles_bench.h"
 #include "bench/seq2seq_bench.h"
 #include "common/cpu_runtime.h"
+#include "kernels/cpu_features.h"
 #include "model/checkpoint/huge_page_allocator.h"
 
 ABSL_FLAG(std::vector<std::string>, impl, std::vector<std::string>({"dense", "lsg"}),
@@ -134,21 +135,22 @@ int RunOneCase(const std::string& impl, const AttentionCase& c) {
   for (int64_t e : costs[0].head_edges) edges += e;
   const double flops = 4.0 * c.head_dim * static_cast<double>(edges) + costs[0].planner_flops;
   const double density = static_cast<double>(edges) / (static_cast<double>(rows) * rows * c.heads);
+  const std::string isa(IsaName(HostCpuFeatures()));
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"impl\": \"%s\", \"precision\": \"%s\", \"seq\": %lld, \"heads\": %d, \"dim\": %d, "
         "\"target_density\": %g, "
         "\"ms\": %.3f, \"cpu_ms\": %.3f, \"gflops\": %.3f, \"density\": %.6f, \"edges\": %lld, "
-        "\"peak_rss_mb\": %.1f, \"baseline_rss_mb\": %.1f, \"threads\": %d}\n",
+        "\"peak_rss_mb\": %.1f, \"baseline_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\"}\n",
         impl.c_str(), bf16 ? "bf16" : "fp32", static_cast<long long>(c.seq), c.heads, c.head_dim,
         c.density, median, cpu_median, flops / (median * 1e6), density,
-        static_cast<long long>(edges), RssMb(), baseline, c.threads);
+        static_cast<long long>(edges), RssMb(), baseline, c.threads, isa.c_str());
   } else {
     std::printf(
         "%-8s %s seq %6lld  target %-6g  %10.2f ms (cpu %.2f ms)  %8.2f GFLOP/s  density %.4f  "
-        "peak %8.1f MB (baseline %.1f)\n",
+        "peak %8.1f MB (baseline %.1f)  isa %s\n",
         impl.c_str(), bf16 ? "bf16" : "fp32", static_cast<long long>(c.seq), c.density, median,
-        cpu_median, flops / (median * 1e6), density, RssMb(), baseline);
+        cpu_median, flops / (median * 1e6), density, RssMb(), baseline, isa.c_str());
   }
   std::fflush(stdout);
   return 0;

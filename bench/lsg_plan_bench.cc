@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "bench/median_ms.h"
+#include "kernels/cpu_features.h"
 #include "model/attention/lsg_plan_cache.h"
 
 ABSL_DECLARE_FLAG(std::vector<std::string>, seq);
@@ -39,14 +40,15 @@ int RunLsgPlanBench() {
     const double cached_ms = MedianMs(repeats * 20, [&] {
       if (cache.Get(config, layout, heads, false) == nullptr) std::abort();
     });
+    const std::string isa(IsaName(HostCpuFeatures()));
     if (absl::GetFlag(FLAGS_json)) {
       std::printf(
           "{\"bench\": \"lsg_plan\", \"tokens\": %d, \"heads\": %d, \"build_ms\": %.4f, "
-          "\"cached_ms\": %.4f}\n",
-          tokens, heads, build_ms, cached_ms);
+          "\"cached_ms\": %.4f, \"isa\": \"%s\"}\n",
+          tokens, heads, build_ms, cached_ms, isa.c_str());
     } else {
-      std::printf("lsg plan  %6d tokens, %d heads: built %.3f ms, from the cache %.4f ms\n", tokens,
-                  heads, build_ms, cached_ms);
+      std::printf("lsg plan  %6d tokens, %d heads: built %.3f ms, from the cache %.4f ms  isa %s\n",
+                  tokens, heads, build_ms, cached_ms, isa.c_str());
     }
   }
   return 0;

@@ -16,6 +16,7 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "kernels/cpu_features.h"
 #include "model/attention/cost_model.h"
 #include "model/attention/lsg_attention.h"
 #include "model/checkpoint/bart_config.h"
@@ -199,24 +200,25 @@ int RunCase(const Seq2SeqModel& model, int64_t tokens, Precision precision) {
       std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
   const double encoder_median = Median(encoder_ms);
   const double step_median = Median(step_ms);
+  const std::string isa(IsaName(HostCpuFeatures()));
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"bench\": \"seq2seq\", \"model\": \"lsg-bart-base-random\", \"tokens\": %lld, "
         "\"precision\": \"%s\", \"threads\": %d, \"encoder_ms\": %.3f, \"encoder_gflop\": %.3f, "
         "\"encoder_attention_density\": %.6f, \"attach_ms\": %.3f, \"attach_gflop\": %.3f, "
         "\"rows\": %d, \"steps\": %zu, \"step_ms_median\": %.3f, \"step_ms_mean\": %.3f, "
-        "\"step_gflop\": %.4f, \"peak_rss_mb\": %.1f}\n",
+        "\"step_gflop\": %.4f, \"peak_rss_mb\": %.1f, \"isa\": \"%s\"}\n",
         static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
         absl::GetFlag(FLAGS_threads), encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(),
         attach_ms, attach_flops / 1e9, rows, step_ms.size(), step_median, step_mean,
-        step_flops / 1e9, PeakRssMb());
+        step_flops / 1e9, PeakRssMb(), isa.c_str());
   } else {
     std::printf(
         "lsg-bart-base tokens %6lld  %s  encoder %9.1f ms (%.1f GFLOP, density %.4f)  attach %7.1f "
-        "ms  step[%d rows] median %7.2f ms mean %7.2f ms (%.3f GFLOP)  peak %8.1f MB\n",
+        "ms  step[%d rows] median %7.2f ms mean %7.2f ms (%.3f GFLOP)  peak %8.1f MB  isa %s\n",
         static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
         encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, rows, step_median,
-        step_mean, step_flops / 1e9, PeakRssMb());
+        step_mean, step_flops / 1e9, PeakRssMb(), isa.c_str());
   }
   std::fflush(stdout);
   return 0;
