@@ -47,7 +47,8 @@ print(json.dumps({'max_batch_size': $max_batch, 'instances': $instances, 'tokens
                   'tokens_per_s': round(r['tokens_per_s']),
                   'p50_ms': round(l['p50']), 'p95_ms': round(l['p95']), 'p99_ms': round(l['p99']),
                   'mean_batch_size': round(r['mean_batch_size'], 2),
-                  'mean_total_gflops': round(r['mean_total_gflops'], 2)}))"
+                  'mean_total_gflops': round(r['mean_total_gflops'], 2),
+                  'served_by': r.get('served_by', [])}))"
   kill -TERM "$pid"
   wait "$pid" || true
   rm -f "$log"

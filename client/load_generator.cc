@@ -38,6 +38,10 @@ RequestSample FromCost(const v1::CostReport& cost) {
   sample.attention_flops = cost.attention_flops();
   sample.total_flops = cost.total_flops();
   sample.batch_size = cost.batch_size();
+  if (!cost.precision().empty()) {
+    sample.served_by =
+        cost.isa().empty() ? cost.precision() : absl::StrCat(cost.precision(), " on ", cost.isa());
+  }
   return sample;
 }
 

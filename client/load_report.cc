@@ -30,6 +30,7 @@ void SampleAccumulator::Add(const RequestSample& s) {
   attention_flops_ += s.attention_flops;
   total_flops_ += s.total_flops;
   batch_size_ += s.batch_size;
+  AddServedBy(s.served_by);
 }
 
 void SampleAccumulator::Merge(const SampleAccumulator& o) {
@@ -42,10 +43,19 @@ void SampleAccumulator::Merge(const SampleAccumulator& o) {
   attention_flops_ += o.attention_flops_;
   total_flops_ += o.total_flops_;
   batch_size_ += o.batch_size_;
+  for (const std::string& served_by : o.served_by_) AddServedBy(served_by);
+}
+
+void SampleAccumulator::AddServedBy(const std::string& served_by) {
+  if (served_by.empty()) return;
+  if (std::find(served_by_.begin(), served_by_.end(), served_by) == served_by_.end()) {
+    served_by_.push_back(served_by);
+  }
 }
 
 void SampleAccumulator::Summarize(double elapsed_s, LoadReport* report) const {
   report->elapsed_s = elapsed_s;
+  report->served_by = served_by_;
   const double n = static_cast<double>(latencies_ms_.size());
   report->requests_per_s = elapsed_s > 0 ? n / elapsed_s : 0;
   report->tokens_per_s = elapsed_s > 0 ? tokens_ / elapsed_s : 0;
@@ -98,6 +108,9 @@ std::string FormatLoadReport(const LoadReport& r) {
   absl::StrAppendFormat(&out, "  GFLOP/request attention %.4g, total %.4g (means)\n",
                         r.mean_attention_gflops, r.mean_total_gflops);
   absl::StrAppendFormat(&out, "  batch size    %.2f (mean)\n", r.mean_batch_size);
+  if (!r.served_by.empty()) {
+    absl::StrAppendFormat(&out, "  served by     %s\n", absl::StrJoin(r.served_by, ", "));
+  }
   return out;
 }
 
@@ -134,6 +147,7 @@ std::string LoadReportToJson(const LoadReport& r) {
   json["mean_attention_gflops"] = r.mean_attention_gflops;
   json["mean_total_gflops"] = r.mean_total_gflops;
   json["mean_batch_size"] = r.mean_batch_size;
+  json["served_by"] = r.served_by;
   return json.dump();
 }
 

@@ -22,6 +22,9 @@ struct RequestSample {
   double attention_flops = 0;
   double total_flops = 0;
   int batch_size = 0;
+  // What served it, from its cost report: "bf16 on avx512_bf16" (precision
+  // and ISA of its linear layers); empty where the report names neither.
+  std::string served_by;
 };
 
 // The `p`-th percentile (p in [0, 100]) of `values` by linear interpolation
@@ -73,6 +76,9 @@ struct LoadReport {
   double mean_total_gflops = 0;
   double mean_batch_size = 0;
   double mean_input_tokens = 0;
+  // Every distinct RequestSample::served_by, in order: one entry unless the
+  // server changed under the run.
+  std::vector<std::string> served_by;
 };
 
 // Successful requests of a run: every latency (for the percentiles, 8 bytes a
@@ -89,6 +95,8 @@ class SampleAccumulator {
   void Summarize(double elapsed_s, LoadReport* report) const;
 
  private:
+  void AddServedBy(const std::string& served_by);
+
   std::vector<double> latencies_ms_;
   double tokens_ = 0;
   double queue_ms_ = 0;
@@ -98,6 +106,7 @@ class SampleAccumulator {
   double attention_flops_ = 0;
   double total_flops_ = 0;
   double batch_size_ = 0;
+  std::vector<std::string> served_by_;  // distinct, in order
 };
 
 // Multi-line human-readable table.

@@ -146,6 +146,9 @@ TEST_F(LoadGeneratorTest, ClosedLoopCountsAddUp) {
   EXPECT_GT(report.mean_attention_gflops, 0);
   EXPECT_GT(report.mean_total_gflops, report.mean_attention_gflops);
   EXPECT_GE(report.mean_batch_size, 1);
+  // One server, one precision and ISA: "bf16 on avx512_bf16" and the like.
+  ASSERT_EQ(report.served_by.size(), 1u) << FormatLoadReport(report);
+  EXPECT_NE(report.served_by[0].find(" on "), std::string::npos) << report.served_by[0];
   EXPECT_EQ(report.mode, "closed");
   EXPECT_EQ(report.task, "embed");
 }

@@ -35,6 +35,9 @@ TEST(LoadReportTest, SummarizesSamplesOfSeveralWorkers) {
     sample.attention_flops = 1e9;
     sample.total_flops = 4e9;
     sample.batch_size = i + 1;
+    // Worker 1 first sees what worker 0 saw second: the report keeps one of
+    // each, in the order the merge meets them; an empty one is not listed.
+    sample.served_by = i == 3 ? "" : i == 1 ? "int8 on avx2" : "bf16 on avx512_bf16";
     workers[i % 2].Add(sample);
   }
   SampleAccumulator all;
@@ -56,6 +59,7 @@ TEST(LoadReportTest, SummarizesSamplesOfSeveralWorkers) {
   EXPECT_DOUBLE_EQ(report.mean_total_gflops, 4);
   EXPECT_DOUBLE_EQ(report.mean_batch_size, 2.5);
   EXPECT_DOUBLE_EQ(report.mean_input_tokens, 100);
+  EXPECT_EQ(report.served_by, (std::vector<std::string>{"bf16 on avx512_bf16", "int8 on avx2"}));
 }
 
 TEST(LoadReportTest, NoSamplesLeaveZeros) {
@@ -81,6 +85,7 @@ LoadReport Example() {
   report.shed = 5;
   report.errors_by_code = {{"DEADLINE_EXCEEDED", 2}, {"UNAVAILABLE", 1}};
   report.latency.p99_ms = 12.5;
+  report.served_by = {"bf16 on amx"};
   return report;
 }
 
@@ -89,6 +94,7 @@ TEST(LoadReportTest, TableNamesErrorsByCode) {
   EXPECT_NE(table.find("errors        3 (DEADLINE_EXCEEDED 2, UNAVAILABLE 1)"), std::string::npos)
       << table;
   EXPECT_NE(table.find("shed          5"), std::string::npos) << table;
+  EXPECT_NE(table.find("served by     bf16 on amx"), std::string::npos) << table;
   EXPECT_NE(table.find("p99 12.5"), std::string::npos) << table;
   EXPECT_NE(table.find("open loop, concurrency 4, poisson arrivals at 20 req/s"), std::string::npos)
       << table;
@@ -106,6 +112,7 @@ TEST(LoadReportTest, JsonHasTheSameFigures) {
   EXPECT_EQ(json["arrivals"], "poisson");
   EXPECT_EQ(json["errors_by_code"]["DEADLINE_EXCEEDED"], 2);
   EXPECT_DOUBLE_EQ(json["latency_ms"]["p99"].get<double>(), 12.5);
+  EXPECT_EQ(json["served_by"], nlohmann::json::array({"bf16 on amx"}));
   for (const char* key : {"requests_per_s", "tokens_per_s", "mean_queue_ms", "mean_inference_ms",
                           "mean_device_ms", "mean_density", "mean_attention_gflops",
                           "mean_total_gflops", "mean_batch_size", "elapsed_s"}) {
