@@ -201,6 +201,7 @@ int RunCase(const Seq2SeqModel& model, int64_t tokens, Precision precision) {
   const double encoder_median = Median(encoder_ms);
   const double step_median = Median(step_ms);
   const std::string isa(IsaName(HostCpuFeatures()));
+  const std::string precision_name(PrecisionName(precision));
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"bench\": \"seq2seq\", \"model\": \"lsg-bart-base-random\", \"tokens\": %lld, "
@@ -208,17 +209,16 @@ int RunCase(const Seq2SeqModel& model, int64_t tokens, Precision precision) {
         "\"encoder_attention_density\": %.6f, \"attach_ms\": %.3f, \"attach_gflop\": %.3f, "
         "\"rows\": %d, \"steps\": %zu, \"step_ms_median\": %.3f, \"step_ms_mean\": %.3f, "
         "\"step_gflop\": %.4f, \"peak_rss_mb\": %.1f, \"isa\": \"%s\"}\n",
-        static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
-        absl::GetFlag(FLAGS_threads), encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(),
-        attach_ms, attach_flops / 1e9, rows, step_ms.size(), step_median, step_mean,
-        step_flops / 1e9, PeakRssMb(), isa.c_str());
+        static_cast<long long>(tokens), precision_name.c_str(), absl::GetFlag(FLAGS_threads),
+        encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, attach_flops / 1e9,
+        rows, step_ms.size(), step_median, step_mean, step_flops / 1e9, PeakRssMb(), isa.c_str());
   } else {
     std::printf(
         "lsg-bart-base tokens %6lld  %s  encoder %9.1f ms (%.1f GFLOP, density %.4f)  attach %7.1f "
         "ms  step[%d rows] median %7.2f ms mean %7.2f ms (%.3f GFLOP)  peak %8.1f MB  isa %s\n",
-        static_cast<long long>(tokens), std::string(PrecisionName(precision)).c_str(),
-        encoder_median, cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, rows, step_median,
-        step_mean, step_flops / 1e9, PeakRssMb(), isa.c_str());
+        static_cast<long long>(tokens), precision_name.c_str(), encoder_median,
+        cost.TotalFlops() / 1e9, cost.MeanDensity(), attach_ms, rows, step_median, step_mean,
+        step_flops / 1e9, PeakRssMb(), isa.c_str());
   }
   std::fflush(stdout);
   return 0;

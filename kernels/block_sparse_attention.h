@@ -62,7 +62,7 @@ void ForEachQueryBlock(const BlockSparsePlanView& plan, int64_t batch_heads, int
   std::atomic<int64_t> next{0};
   // Runs of consecutive items, each half of what remains per thread (as
   // OpenMP's guided schedule): neighbouring blocks share keys, which an
-  // executor that packs them (AMX) then packs once per run, and the
+  // executor that packs them (AMX, AVX512-BF16) then packs once per run, and the
   // shrinking runs still balance the threads at the end.
   const auto take_run = [&](int64_t* end) {
     int64_t begin = next.load(std::memory_order_relaxed);
